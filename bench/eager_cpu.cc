@@ -1,0 +1,3 @@
+#include <benchmark/benchmark.h>
+#include <kiln/kiln.h>
+BENCHMARK_MAIN();

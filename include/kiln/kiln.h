@@ -1,0 +1,9 @@
+// kiln: the umbrella header.
+#pragma once
+#include <kiln/autograd.h>
+#include <kiln/device.h>
+#include <kiln/dtype.h>
+#include <kiln/error.h>
+#include <kiln/ops.h>
+#include <kiln/symint.h>
+#include <kiln/tensor.h>

@@ -1,0 +1,137 @@
+// Derivative formulas of the elementwise prims, written with kiln ops.
+#include <cmath>
+
+#include "autograd/derivatives/common.h"
+
+namespace kiln::autograd {
+namespace {
+
+// Unary ops: d(out)/d(x) as a tensor, from the input x and the output y.
+#define UNARY_DERIV(op, expr)                                   \
+  KILN_DERIVATIVE(op) {                                         \
+    const Tensor& x = g.inputs[0];                              \
+    const Tensor& y = g.outputs[0];                             \
+    (void)x;                                                    \
+    (void)y;                                                    \
+    return {mul(g.grads[0], (expr))};                           \
+  }
+#define ZERO_DERIV(op) \
+  KILN_DERIVATIVE(op) { return {zeros_like(g.inputs[0])}; }
+
+UNARY_DERIV(neg, num(-1))
+UNARY_DERIV(abs, sign(x))
+UNARY_DERIV(exp, y)
+UNARY_DERIV(exp2, mul(y, num(M_LN2)))
+UNARY_DERIV(expm1, add(y, num(1)))
+UNARY_DERIV(log, reciprocal(x))
+UNARY_DERIV(log2, reciprocal(mul(x, num(M_LN2))))
+UNARY_DERIV(log1p, reciprocal(add(x, num(1))))
+UNARY_DERIV(sqrt, div(num(0.5), y))
+UNARY_DERIV(rsqrt, mul(num(-0.5), pow(y, num(3))))
+UNARY_DERIV(reciprocal, neg(mul(y, y)))
+UNARY_DERIV(sin, cos(x))
+UNARY_DERIV(cos, neg(sin(x)))
+UNARY_DERIV(tan, add(num(1), mul(y, y)))
+UNARY_DERIV(tanh, sub(num(1), mul(y, y)))
+UNARY_DERIV(asin, rsqrt(sub(num(1), mul(x, x))))
+UNARY_DERIV(acos, neg(rsqrt(sub(num(1), mul(x, x)))))
+UNARY_DERIV(atan, reciprocal(add(num(1), mul(x, x))))
+UNARY_DERIV(sinh, cosh(x))
+UNARY_DERIV(cosh, sinh(x))
+UNARY_DERIV(asinh, rsqrt(add(mul(x, x), num(1))))
+UNARY_DERIV(acosh, rsqrt(sub(mul(x, x), num(1))))
+UNARY_DERIV(atanh, reciprocal(sub(num(1), mul(x, x))))
+UNARY_DERIV(erf, mul(num(2 / std::sqrt(M_PI)), exp(neg(mul(x, x)))))
+UNARY_DERIV(erfc, mul(num(-2 / std::sqrt(M_PI)), exp(neg(mul(x, x)))))
+UNARY_DERIV(erfinv, mul(num(std::sqrt(M_PI) / 2), exp(mul(y, y))))
+UNARY_DERIV(sigmoid, mul(y, sub(num(1), y)))
+UNARY_DERIV(lgamma, digamma(x))
+ZERO_DERIV(sign)
+ZERO_DERIV(floor)
+ZERO_DERIV(ceil)
+ZERO_DERIV(round)
+ZERO_DERIV(trunc)
+
+KILN_DERIVATIVE(add) { return {to_input(g, 0, g.grads[0]), to_input(g, 1, g.grads[0])}; }
+KILN_DERIVATIVE(sub) { return {to_input(g, 0, g.grads[0]), to_input(g, 1, neg(g.grads[0]))}; }
+KILN_DERIVATIVE(mul) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  return {g.needs(0) ? to_input(g, 0, mul(d, y)) : Tensor(), g.needs(1) ? to_input(g, 1, mul(d, x)) : Tensor()};
+}
+KILN_DERIVATIVE(div) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  if (!g.args.is_none(2)) return {zeros_like(x), zeros_like(y)};  // rounded division is piecewise constant
+  return {g.needs(0) ? to_input(g, 0, div(d, y)) : Tensor(),
+          g.needs(1) ? to_input(g, 1, neg(div(mul(d, x), mul(y, y)))) : Tensor()};
+}
+KILN_DERIVATIVE(remainder) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  return {to_input(g, 0, d), g.needs(1) ? to_input(g, 1, mul(neg(d), floor(div(x, y)))) : Tensor()};
+}
+KILN_DERIVATIVE(fmod) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  return {to_input(g, 0, d), g.needs(1) ? to_input(g, 1, mul(neg(d), trunc(div(x, y)))) : Tensor()};
+}
+KILN_DERIVATIVE(pow) {
+  const Tensor &x = g.inputs[0], &e = g.inputs[1], &d = g.grads[0], &y = g.outputs[0];
+  Tensor gx, gexp;
+  if (g.needs(0)) {
+    // e * x^(e-1), taken as 0 where e == 0 (so 0^0 has no NaN gradient)
+    Tensor t = mul(e, pow(x, sub(e, num(1))));
+    gx = to_input(g, 0, mul(d, where(eq(e, num(0)), zeros_like(t), t)));
+  }
+  if (g.needs(1)) {
+    // y * log(x), taken as 0 where x == 0 and e >= 0
+    Tensor t = mul(y, log(x));
+    gexp = to_input(g, 1, mul(d, where(logical_and(eq(x, num(0)), ge(e, num(0))), zeros_like(t), t)));
+  }
+  return {gx, gexp};
+}
+// max/min: the gradient goes to the larger (smaller) input, split evenly on ties.
+Tensor pick_mask(const Tensor& self, const Tensor& other, bool is_max) {
+  Tensor win = is_max ? gt(self, other) : lt(self, other);
+  return add(convert_element_type(win, self.dtype()), mul(convert_element_type(eq(self, other), self.dtype()), num(0.5)));
+}
+KILN_DERIVATIVE(maximum) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  return {g.needs(0) ? to_input(g, 0, mul(d, pick_mask(x, y, true))) : Tensor(),
+          g.needs(1) ? to_input(g, 1, mul(d, pick_mask(y, x, true))) : Tensor()};
+}
+KILN_DERIVATIVE(minimum) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  return {g.needs(0) ? to_input(g, 0, mul(d, pick_mask(x, y, false))) : Tensor(),
+          g.needs(1) ? to_input(g, 1, mul(d, pick_mask(y, x, false))) : Tensor()};
+}
+KILN_DERIVATIVE(atan2) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  Tensor r2 = add(mul(x, x), mul(y, y));
+  return {g.needs(0) ? to_input(g, 0, div(mul(d, y), r2)) : Tensor(),
+          g.needs(1) ? to_input(g, 1, div(mul(neg(d), x), r2)) : Tensor()};
+}
+KILN_DERIVATIVE(hypot) {
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0], &h = g.outputs[0];
+  return {g.needs(0) ? to_input(g, 0, div(mul(d, x), h)) : Tensor(),
+          g.needs(1) ? to_input(g, 1, div(mul(d, y), h)) : Tensor()};
+}
+KILN_DERIVATIVE(copysign) {
+  const Tensor &x = g.inputs[0], &d = g.grads[0], &out = g.outputs[0];
+  // d/dx copysign(x, y) = sign(x) * sign(out); 0 at x == 0
+  return {to_input(g, 0, mul(d, mul(sign(x), sign(out)))), g.needs(1) ? zeros_like(g.inputs[1]) : Tensor()};
+}
+
+KILN_DERIVATIVE(where) {
+  const Tensor &c = g.inputs[0], &d = g.grads[0];
+  Tensor z = zeros_like(d);
+  return {Tensor(), g.needs(1) ? to_input(g, 1, where(c, d, z)) : Tensor(),
+          g.needs(2) ? to_input(g, 2, where(c, z, d)) : Tensor()};
+}
+
+KILN_DERIVATIVE(convert_element_type) { return {convert_element_type(g.grads[0], g.inputs[0].dtype())}; }
+
+// copy_(self, src): the old value of self is overwritten (no gradient); src receives it all.
+KILN_DERIVATIVE(copy_) {
+  return {zeros_like(g.inputs[0]), g.needs(1) ? to_input(g, 1, g.grads[0]) : Tensor()};
+}
+
+}  // namespace
+}  // namespace kiln::autograd

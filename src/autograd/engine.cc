@@ -1,0 +1,346 @@
+#include "autograd/engine.h"
+
+#include <kiln/autograd.h>
+#include <kiln/ops.h>
+
+#include <atomic>
+#include <queue>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "core/tensor_impl.h"
+
+namespace kiln {
+namespace {
+thread_local bool t_grad_enabled = true;
+std::atomic<uint64_t> g_seq{0};
+}  // namespace
+
+bool is_grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+namespace autograd {
+
+bool requires_grad(const Tensor& t) {
+  if (!t.defined()) return false;
+  const auto& m = t.impl()->autograd;
+  return m && (m->requires_grad || m->grad_fn);
+}
+
+bool any_requires_grad(const ops::Args& a) {
+  for (const ops::Arg& x : a.v) {
+    if (auto* t = std::get_if<Tensor>(&x)) {
+      if (requires_grad(*t)) return true;
+    } else if (auto* l = std::get_if<TensorList>(&x)) {
+      for (const Tensor& e : *l)
+        if (requires_grad(e)) return true;
+    }
+  }
+  return false;
+}
+
+Edge gradient_edge(const Tensor& t) {
+  AutogradMeta& m = t.impl()->autograd_meta();
+  if (m.grad_fn) return Edge{m.grad_fn, m.output_nr};
+  std::shared_ptr<AccumulateGrad> acc = m.accumulator.lock();
+  if (!acc) {
+    acc = std::make_shared<AccumulateGrad>(t.impl_ptr());
+    acc->seq = g_seq++;
+    m.accumulator = acc;
+  }
+  return Edge{acc, 0};
+}
+
+std::vector<Tensor> call_with_grad(const ops::Args& a) {
+  const ops::OpInfo& info = ops::op_info(a.op);
+  if (!info.derivative) {
+    KILN_CHECK(info.kind == ops::OpKind::COMPOSITE && info.decomp, "internal: differentiable prim ", info.name,
+               " has no derivative formula");
+    return info.decomp(a);  // the prims it decomposes into record their own nodes
+  }
+  std::vector<Tensor> inputs = a.tensor_inputs();
+  if (info.flags & ops::MUTATES) {
+    const Tensor& self = inputs.at(0);
+    KILN_CHECK_HINT(!(requires_grad(self) && self.is_leaf()),
+                    "do the update under kiln::NoGradGuard, or work on a clone()",
+                    "a leaf tensor that requires grad is being used in an in-place operation");
+  }
+  auto node = std::make_shared<OpNode>();
+  for (const Tensor& t : inputs) {
+    const bool needs = requires_grad(t);
+    node->input_needs_grad.push_back(needs);
+    node->next.push_back(needs ? gradient_edge(t) : Edge{});
+  }
+  std::vector<Tensor> outs;
+  {
+    NoGradGuard no_grad;
+    outs = ops::call_backend(a);
+  }
+  node->saved = a;
+  node->inputs = std::move(inputs);
+  node->seq = g_seq++;
+  node->num_outputs = outs.size();
+  node->pre_hooks.resize(outs.size());
+  for (size_t i = 0; i < outs.size(); ++i) {
+    node->outputs.push_back(outs[i].detach());
+    if (!is_floating(outs[i].dtype())) continue;
+    AutogradMeta& m = outs[i].impl()->autograd_meta();
+    m.grad_fn = node;
+    m.output_nr = uint32_t(i);
+  }
+  return outs;
+}
+
+std::string OpNode::name() const { return std::string(ops::op_info(saved.op).name) + "Backward"; }
+
+void OpNode::release() {
+  saved.v.clear();
+  inputs.clear();
+  outputs.clear();
+  released = true;
+}
+
+std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
+  KILN_CHECK_HINT(!released, "pass retain_graph=true to the first backward() if you need to call it twice",
+                  "trying to backward through the graph a second time (", name(),
+                  "): its saved tensors were freed after the first backward");
+  bool any = false;
+  for (auto& g : grads) any = any || g.defined();
+  if (!any) return std::vector<Tensor>(next.size());
+  for (size_t i = 0; i < grads.size(); ++i)
+    if (!grads[i].defined() && is_floating(outputs[i].dtype())) grads[i] = zeros_like(outputs[i]);
+  const ops::OpInfo& info = ops::op_info(saved.op);
+  ops::GradCtx ctx{saved, inputs, outputs, grads, input_needs_grad};
+  std::vector<Tensor> result = info.derivative(ctx);
+  result.resize(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!input_needs_grad[i] || !result[i].defined()) {
+      result[i] = Tensor();
+      continue;
+    }
+    KILN_CHECK(result[i].sym_sizes() == inputs[i].sym_sizes(), "internal: the derivative of ", info.name,
+               " gave a gradient of shape ", shape_str(result[i].sym_sizes()), " for input ", i, " of shape ",
+               shape_str(inputs[i].sym_sizes()));
+    if (result[i].dtype() != inputs[i].dtype()) result[i] = convert_element_type(result[i], inputs[i].dtype());
+  }
+  return result;
+}
+
+std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
+  Tensor g = grads.at(0);
+  AutogradMeta& m = var->autograd_meta();
+  for (const Hook& h : m.leaf_hooks) {
+    Tensor r = h(g);
+    if (r.defined()) g = r;
+  }
+  if (!g.defined()) return {};
+  if (!m.grad.defined()) {
+    m.grad = is_grad_enabled() ? g : clone(g.detach());
+  } else {
+    m.grad = is_grad_enabled() ? add(m.grad, g) : add(m.grad, g.detach());
+  }
+  return {};
+}
+
+Tensor sum_to(const Tensor& grad, const SymShape& shape) {
+  SymShape gs = grad.sym_sizes();
+  if (gs == shape) return grad;
+  const size_t lead = gs.size() - shape.size();
+  std::vector<int64_t> dims;
+  for (size_t i = 0; i < gs.size(); ++i)
+    if (i < lead || (shape[i - lead] == 1 && gs[i] != 1)) dims.push_back(int64_t(i));
+  Tensor r = dims.empty() ? grad : sum(grad, dims, /*keepdim=*/true);
+  return view(r, shape);
+}
+
+void run_backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph,
+                  const TensorList* inputs, TensorList* input_grads, bool allow_unused) {
+  KILN_CHECK(grad_roots.empty() || grad_roots.size() == roots.size(), "backward: ", roots.size(), " outputs but ",
+             grad_roots.size(), " gradients");
+  std::unordered_map<Node*, std::vector<Tensor>> buffers;
+  std::unordered_map<Node*, int> deps;
+  std::vector<std::shared_ptr<Node>> root_nodes;
+  auto add_to = [&](const Edge& e, const Tensor& g) {
+    auto& buf = buffers[e.fn.get()];
+    buf.resize(e.fn->num_outputs);
+    Tensor& slot = buf[e.input_nr];
+    slot = slot.defined() ? add(slot, g) : g;
+  };
+  for (size_t i = 0; i < roots.size(); ++i) {
+    const Tensor& r = roots[i];
+    KILN_CHECK_HINT(requires_grad(r), "call requires_grad_() on the inputs you differentiate with respect to",
+                    "element ", i, " of the tensors does not require grad and has no grad_fn");
+    Tensor g = grad_roots.empty() ? Tensor() : grad_roots[i];
+    if (!g.defined()) {
+      KILN_CHECK_HINT(r.numel() == 1, "pass a gradient tensor of the output's shape",
+                      "grad can be implicitly created only for scalar outputs (this output has shape ",
+                      shape_str(r.sizes()), ")");
+      g = ones_like(r);
+    }
+    KILN_CHECK(g.sym_sizes() == r.sym_sizes(), "backward: gradient of shape ", shape_str(g.sym_sizes()),
+               " for an output of shape ", shape_str(r.sym_sizes()));
+    Edge e = gradient_edge(r);
+    add_to(e, g);
+    root_nodes.push_back(e.fn);
+  }
+  // Count, for every node reachable from the roots, how many edges lead into it.
+  std::unordered_set<Node*> seen;
+  std::vector<Node*> stack;
+  for (auto& n : root_nodes)
+    if (seen.insert(n.get()).second) stack.push_back(n.get());
+  while (!stack.empty()) {
+    Node* n = stack.back();
+    stack.pop_back();
+    for (const Edge& e : n->next) {
+      if (!e.fn) continue;
+      ++deps[e.fn.get()];
+      if (seen.insert(e.fn.get()).second) stack.push_back(e.fn.get());
+    }
+  }
+  // Where autograd.grad() wants its results: the edges of the requested inputs.
+  std::vector<Edge> capture;
+  if (inputs) {
+    for (const Tensor& t : *inputs) {
+      KILN_CHECK(requires_grad(t), "grad: one of the inputs does not require grad");
+      capture.push_back(gradient_edge(t));
+    }
+    input_grads->assign(inputs->size(), Tensor());
+  }
+  auto cmp = [](Node* a, Node* b) { return a->seq < b->seq; };
+  std::priority_queue<Node*, std::vector<Node*>, decltype(cmp)> ready(cmp);
+  for (auto& n : root_nodes)
+    if (deps[n.get()] == 0 && seen.erase(n.get())) ready.push(n.get());
+
+  std::optional<NoGradGuard> no_grad;
+  std::optional<EnableGradGuard> with_grad;
+  if (create_graph) with_grad.emplace(); else no_grad.emplace();
+
+  while (!ready.empty()) {
+    Node* n = ready.top();
+    ready.pop();
+    std::vector<Tensor> grads = std::move(buffers[n]);
+    buffers.erase(n);
+    grads.resize(n->num_outputs);
+    for (size_t i = 0; i < grads.size() && i < n->pre_hooks.size(); ++i)
+      for (const Hook& h : n->pre_hooks[i])
+        if (grads[i].defined()) {
+          Tensor r = h(grads[i]);
+          if (r.defined()) grads[i] = r;
+        }
+    for (size_t k = 0; k < capture.size(); ++k)
+      if (capture[k].fn.get() == n && grads[capture[k].input_nr].defined()) (*input_grads)[k] = grads[capture[k].input_nr];
+    std::vector<Tensor> out;
+    const bool is_leaf_acc = dynamic_cast<AccumulateGrad*>(n) != nullptr;
+    if (!(inputs && is_leaf_acc)) out = n->apply(std::move(grads));
+    if (!retain_graph) n->release();
+    for (size_t i = 0; i < n->next.size(); ++i) {
+      const Edge& e = n->next[i];
+      if (!e.fn) continue;
+      if (i < out.size() && out[i].defined()) add_to(e, out[i]);
+      if (--deps[e.fn.get()] == 0) ready.push(e.fn.get());
+    }
+  }
+  if (inputs && !allow_unused)
+    for (size_t k = 0; k < input_grads->size(); ++k)
+      KILN_CHECK_HINT((*input_grads)[k].defined(), "pass allow_unused=true if this is expected",
+                      "grad: input ", k, " was not used in computing the outputs");
+}
+
+}  // namespace autograd
+
+// ------------------------------------------------------------------------------ public API
+void backward(const TensorList& outputs, const TensorList& grad_outputs, bool retain_graph, bool create_graph,
+              SourceLoc loc) {
+  ops::CallSite site(loc);
+  autograd::run_backward(outputs, grad_outputs, retain_graph, create_graph, nullptr, nullptr, false);
+}
+
+TensorList grad(const TensorList& outputs, const TensorList& inputs, const TensorList& grad_outputs,
+                bool retain_graph, bool create_graph, bool allow_unused, SourceLoc loc) {
+  ops::CallSite site(loc);
+  TensorList result;
+  autograd::run_backward(outputs, grad_outputs, retain_graph, create_graph, &inputs, &result, allow_unused);
+  return result;
+}
+
+bool Tensor::requires_grad() const { return autograd::requires_grad(*this); }
+
+Tensor& Tensor::requires_grad_(bool r, SourceLoc loc) {
+  ops::CallSite site(loc);
+  KILN_CHECK_HINT(is_leaf() || r, "use detach() to get a tensor without history",
+                  "requires_grad_(false) on a non-leaf tensor");
+  KILN_CHECK_HINT(!r || is_floating(dtype()), "convert it first, e.g. x.to(kFloat32)",
+                  "only floating point tensors can require gradients, not ", name(dtype()));
+  impl()->autograd_meta().requires_grad = r;
+  return *this;
+}
+
+Tensor Tensor::grad() const {
+  const auto& m = impl()->autograd;
+  return m ? m->grad : Tensor();
+}
+
+void Tensor::set_grad(const Tensor& g) {
+  if (g.defined())
+    KILN_CHECK(g.sym_sizes() == sym_sizes(), "set_grad: gradient of shape ", shape_str(g.sym_sizes()),
+               " for a tensor of shape ", shape_str(sym_sizes()));
+  impl()->autograd_meta().grad = g;
+}
+
+bool Tensor::is_leaf() const {
+  const auto& m = impl()->autograd;
+  return !m || !m->grad_fn;
+}
+
+std::string Tensor::grad_fn_name() const {
+  const auto& m = impl()->autograd;
+  return m && m->grad_fn ? m->grad_fn->name() : "";
+}
+
+void Tensor::backward(const Tensor& gradient, bool retain_graph, bool create_graph, SourceLoc loc) const {
+  kiln::backward({*this}, gradient.defined() ? TensorList{gradient} : TensorList{}, retain_graph, create_graph, loc);
+}
+
+void Tensor::retain_grad() const {
+  if (is_leaf()) return;
+  auto& m = impl()->autograd_meta();
+  if (m.retains_grad) return;
+  m.retains_grad = true;
+  std::weak_ptr<TensorImpl> weak = impl_ptr();
+  m.grad_fn->pre_hooks[m.output_nr].push_back([weak](const Tensor& g) {
+    if (auto impl = weak.lock()) {
+      auto& meta = impl->autograd_meta();
+      meta.grad = meta.grad.defined() ? kiln::add(meta.grad, g.detach()) : kiln::clone(g.detach());
+    }
+    return Tensor();
+  });
+}
+
+void Tensor::register_hook(Hook hook) const {
+  KILN_CHECK(requires_grad(), "register_hook on a tensor that does not require grad");
+  auto& m = impl()->autograd_meta();
+  if (m.grad_fn)
+    m.grad_fn->pre_hooks[m.output_nr].push_back(std::move(hook));
+  else
+    m.leaf_hooks.push_back(std::move(hook));
+}
+
+Tensor Tensor::detach() const {
+  auto d = std::make_shared<TensorImpl>();
+  const TensorImpl* s = impl();
+  d->storage = s->storage;
+  d->sizes = s->sizes;
+  d->strides = s->strides;
+  d->offset = s->offset;
+  if (s->sym) d->sym = std::make_unique<SymLayout>(*s->sym);
+  d->dtype = s->dtype;
+  d->wrapped_number = s->wrapped_number;
+  return Tensor(std::move(d));
+}
+
+Tensor& Tensor::detach_() {
+  impl()->autograd.reset();
+  return *this;
+}
+
+}  // namespace kiln

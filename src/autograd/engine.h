@@ -1,0 +1,79 @@
+// Reverse-mode autograd: the graph of Nodes recorded as differentiable ops run, and the engine
+// that walks it backward. Derivative formulas themselves live in derivatives/*.cc, written with
+// kiln ops (so AOT autograd can trace them later).
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+#include <vector>
+
+#include "ops/dispatch.h"
+
+namespace kiln::autograd {
+
+struct Node;
+
+// Where a gradient goes: input slot `input_nr` of `fn`.
+struct Edge {
+  std::shared_ptr<Node> fn;
+  uint32_t input_nr = 0;
+};
+
+struct Node : std::enable_shared_from_this<Node> {
+  virtual ~Node() = default;
+  // grads: one per output of the forward op (the node's inputs in the backward direction).
+  virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
+  virtual std::string name() const = 0;
+  virtual void release() {}  // drop saved tensors (retain_graph=false)
+
+  std::vector<Edge> next;                      // one per differentiable input of the forward op
+  std::vector<std::vector<Hook>> pre_hooks;    // per output: hooks on that output's gradient
+  uint64_t seq = 0;                            // creation order; later nodes run first
+  size_t num_outputs = 1;
+};
+
+// Accumulates into a leaf tensor's .grad().
+struct AccumulateGrad : Node {
+  std::shared_ptr<TensorImpl> var;
+  std::vector<Hook> hooks;
+  explicit AccumulateGrad(std::shared_ptr<TensorImpl> v) : var(std::move(v)) {}
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override { return "AccumulateGrad"; }
+};
+
+// The backward of one op call, through the op's derivative formula.
+struct OpNode : Node {
+  ops::Args saved;                   // the forward call's arguments
+  std::vector<Tensor> inputs;        // saved.tensor_inputs()
+  std::vector<Tensor> outputs;       // detached aliases of the forward outputs
+  std::vector<bool> input_needs_grad;
+  bool released = false;
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
+  std::string name() const override;
+  void release() override;
+};
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool retains_grad = false;
+  Tensor grad;
+  std::shared_ptr<Node> grad_fn;
+  uint32_t output_nr = 0;
+  std::weak_ptr<AccumulateGrad> accumulator;
+  std::vector<Hook> leaf_hooks;  // hooks registered before an accumulator existed
+};
+
+bool any_requires_grad(const ops::Args& a);
+bool requires_grad(const Tensor& t);
+// Runs a differentiable op and records its node (or differentiates through its decomposition).
+std::vector<Tensor> call_with_grad(const ops::Args& a);
+// The edge a gradient for t should flow into (its grad_fn, or its leaf accumulator).
+Edge gradient_edge(const Tensor& t);
+
+void run_backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph,
+                  const TensorList* inputs, TensorList* input_grads, bool allow_unused);
+
+// Reduces a gradient of a broadcast result back to the shape of the operand that was broadcast.
+Tensor sum_to(const Tensor& grad, const SymShape& shape);
+
+}  // namespace kiln::autograd

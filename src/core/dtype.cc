@@ -1,0 +1,120 @@
+#include <kiln/device.h>
+#include <kiln/dtype.h>
+#include <kiln/error.h>
+
+#include <cstdio>
+
+namespace kiln {
+namespace {
+DType g_default_float = DType::Float32;
+const char* const kNames[kNumDTypes] = {"bool",    "uint8",   "int8",     "int16",   "int32",
+                                        "int64",   "float16", "bfloat16", "float32", "float64"};
+}  // namespace
+
+size_t itemsize(DType t) {
+  static const size_t sizes[kNumDTypes] = {1, 1, 1, 2, 4, 8, 2, 2, 4, 8};
+  return sizes[int(t)];
+}
+
+const char* name(DType t) { return kNames[int(t)]; }
+
+DType dtype_from_name(const std::string& n) {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (n == kNames[i]) return DType(i);
+  if (n == "float" || n == "Float32") return DType::Float32;
+  if (n == "double" || n == "Float64") return DType::Float64;
+  if (n == "half" || n == "Float16") return DType::Float16;
+  if (n == "BFloat16") return DType::BFloat16;
+  if (n == "long" || n == "Int64") return DType::Int64;
+  if (n == "int" || n == "Int32") return DType::Int32;
+  if (n == "Bool") return DType::Bool;
+  detail::fail("unknown dtype name '" + n + "'", "use one of float32, float64, float16, bfloat16, int8..int64, uint8, bool");
+}
+
+DType promote_types(DType a, DType b) {
+  if (a == b) return a;
+  if (a > b) std::swap(a, b);  // now a < b in the enum order
+  if (a == DType::Bool) return b;
+  if (a == DType::UInt8 && b == DType::Int8) return DType::Int16;
+  if (a == DType::Float16 && b == DType::BFloat16) return DType::Float32;
+  return b;  // integers widen; any float beats any integer; wider floats win
+}
+
+DType default_float_dtype() { return g_default_float; }
+void set_default_float_dtype(DType t) {
+  KILN_CHECK(is_floating(t), "set_default_float_dtype: ", name(t), " is not a floating dtype");
+  g_default_float = t;
+}
+
+std::ostream& operator<<(std::ostream& os, DType t) { return os << name(t); }
+
+uint16_t Half::from_float(float f) {
+  uint32_t x;
+  std::memcpy(&x, &f, 4);
+  const uint32_t sign = (x >> 16) & 0x8000;
+  x &= 0x7fffffff;
+  if (x >= 0x7f800000) return uint16_t(sign | 0x7c00 | (x > 0x7f800000 ? 0x200 : 0));  // inf/nan
+  if (x >= 0x477ff000) return uint16_t(sign | 0x7c00);                                 // overflow
+  if (x < 0x38800000) {  // subnormal half (or zero): round to nearest even at 2^-24
+    float af;
+    std::memcpy(&af, &x, 4);
+    float scaled = af * 16777216.0f;  // 2^24: value in units of the smallest subnormal
+    uint32_t m = uint32_t(std::nearbyint(scaled));
+    return uint16_t(sign | m);
+  }
+  uint32_t m = x + 0xc8000fff + ((x >> 13) & 1);  // rebias exponent, round to nearest even
+  return uint16_t(sign | (m >> 13));
+}
+
+float Half::to_float(uint16_t h) {
+  const uint32_t sign = uint32_t(h & 0x8000) << 16;
+  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+  uint32_t x;
+  if (exp == 0) {
+    float f = std::ldexp(float(man), -24);
+    std::memcpy(&x, &f, 4);
+    x |= sign;
+  } else if (exp == 31) {
+    x = sign | 0x7f800000 | (man << 13);
+  } else {
+    x = sign | ((exp + 112) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &x, 4);
+  return f;
+}
+
+bool Scalar::operator==(const Scalar& o) const {
+  if (kind_ == Kind::Float || o.kind_ == Kind::Float) return to_double() == o.to_double();
+  return i_ == o.i_;
+}
+
+std::string Scalar::str() const {
+  if (kind_ == Kind::Bool) return i_ ? "True" : "False";
+  if (kind_ == Kind::Int) return std::to_string(i_);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", d_);
+  std::string s = buf;
+  if (s.find_first_of(".eninf") == std::string::npos) s += ".";
+  return s;
+}
+std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.str(); }
+
+Device::Device(const char* spec) {
+  std::string s = spec;
+  if (s == "cpu") {
+    type = DeviceType::CPU;
+  } else if (s.rfind("cuda", 0) == 0) {
+    type = DeviceType::CUDA;
+    if (s.size() > 4) {
+      KILN_CHECK(s[4] == ':' && s.size() > 5, "bad device string '", s, "'");
+      index = int16_t(std::stoi(s.substr(5)));
+    }
+  } else {
+    detail::fail("bad device string '" + s + "'", "use \"cpu\", \"cuda\" or \"cuda:N\"");
+  }
+}
+std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
+
+}  // namespace kiln

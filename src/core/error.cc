@@ -1,0 +1,32 @@
+#include <kiln/error.h>
+
+#include "ops/dispatch.h"
+
+namespace kiln {
+
+Error::Error(Info info) : std::runtime_error(render(info)), info_(std::move(info)) {}
+
+std::string Error::render(const Info& i) {
+  std::string s;
+  if (!i.op.empty()) s += "kiln." + i.op + ": ";
+  s += i.message;
+  if (!i.inputs.empty()) s += "\n  inputs: " + i.inputs;
+  if (!i.hint.empty()) s += "\n  hint: " + i.hint;
+  if (!i.file.empty()) s += "\n  at " + i.file + ":" + std::to_string(i.line);
+  return s;
+}
+
+namespace detail {
+void fail(std::string message, std::string hint) {
+  Error::Info info;
+  info.message = std::move(message);
+  info.hint = std::move(hint);
+  if (const SourceLoc* loc = ops::current_call_site()) {
+    info.file = loc->file_name();
+    info.line = loc->line();
+  }
+  throw Error(std::move(info));
+}
+}  // namespace detail
+
+}  // namespace kiln

@@ -1,0 +1,367 @@
+#include <kiln/autograd.h>
+#include <kiln/ops.h>
+
+#include <cstdlib>
+
+#include "autograd/engine.h"
+#include "core/tensor_impl.h"
+#include "eager/cpu/loops.h"
+#include "ops/dispatch.h"
+
+namespace kiln {
+
+// ------------------------------------------------------------------------------ Storage
+Storage::~Storage() {
+  if (deleter && data) deleter(data);
+}
+
+std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
+  KILN_CHECK(device.is_cpu(), "allocating on ", device.str(), ": this build of kiln has no CUDA runtime yet");
+  auto s = std::make_shared<Storage>();
+  s->nbytes = nbytes;
+  s->device = device;
+  if (nbytes > 0) {
+    size_t rounded = (nbytes + 63) / 64 * 64;
+    s->data = std::aligned_alloc(64, rounded);
+    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
+    s->deleter = std::free;
+  }
+  return s;
+}
+
+std::shared_ptr<Storage> Storage::make_fake(Device device) {
+  auto s = std::make_shared<Storage>();
+  s->device = device;
+  s->fake = true;
+  return s;
+}
+
+// ------------------------------------------------------------------------------ TensorImpl
+TensorImpl::TensorImpl() = default;
+TensorImpl::~TensorImpl() = default;
+
+int64_t numel_of(const Shape& sizes) {
+  int64_t n = 1;
+  for (int64_t s : sizes) n *= s;
+  return n;
+}
+
+int64_t TensorImpl::numel() const { return numel_of(sizes); }
+
+bool TensorImpl::is_contiguous() const {
+  int64_t expected = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    if (sizes[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= sizes[i];
+  }
+  return true;
+}
+
+char* TensorImpl::data() const {
+  KILN_CHECK(!storage->fake, "this is a fake tensor (metadata only, as seen while tracing): it has no data",
+             " to read");
+  return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
+}
+
+autograd::AutogradMeta& TensorImpl::autograd_meta() {
+  if (!autograd) autograd = std::make_unique<autograd::AutogradMeta>();
+  return *autograd;
+}
+
+Shape contiguous_strides(const Shape& sizes) {
+  Shape st(sizes.size());
+  int64_t s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s *= std::max<int64_t>(sizes[i], 1);
+  }
+  return st;
+}
+
+SymShape contiguous_strides(const SymShape& sizes) {
+  SymShape st(sizes.size());
+  SymInt s = 1;
+  for (size_t i = sizes.size(); i-- > 0;) {
+    st[i] = s;
+    s = s * (sizes[i].is_symbolic() ? sizes[i] : SymInt(std::max<int64_t>(sizes[i].hint(), 1)));
+  }
+  return st;
+}
+
+Tensor make_tensor(const Shape& sizes, DType dtype, Device device) {
+  for (int64_t s : sizes) KILN_CHECK(s >= 0, "negative dimension in shape ", shape_str(sizes));
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = sizes;
+  impl->strides = contiguous_strides(sizes);
+  impl->dtype = dtype;
+  impl->storage = Storage::allocate(size_t(numel_of(sizes)) * itemsize(dtype), device);
+  return Tensor(std::move(impl));
+}
+
+namespace {
+bool spec_symbolic(const TensorSpec& s) {
+  for (auto& x : s.sizes)
+    if (x.is_symbolic()) return true;
+  for (auto& x : s.strides)
+    if (x.is_symbolic()) return true;
+  return s.offset.is_symbolic();
+}
+
+void set_layout(TensorImpl& impl, const TensorSpec& spec) {
+  const SymShape strides = spec.strides.empty() ? contiguous_strides(spec.sizes) : spec.strides;
+  impl.sizes.clear();
+  impl.strides.clear();
+  for (auto& s : spec.sizes) impl.sizes.push_back(s.hint());
+  for (auto& s : strides) impl.strides.push_back(s.hint());
+  impl.offset = spec.offset.hint();
+  impl.dtype = spec.dtype;
+  if (spec_symbolic(spec)) impl.sym.reset(new SymLayout{spec.sizes, strides, spec.offset});
+}
+}  // namespace
+
+Tensor make_fake(const TensorSpec& spec) {
+  auto impl = std::make_shared<TensorImpl>();
+  set_layout(*impl, spec);
+  impl->storage = Storage::make_fake(spec.device);
+  return Tensor(std::move(impl));
+}
+
+Tensor make_tensor(const TensorSpec& spec) {
+  if (spec_symbolic(spec)) return make_fake(spec);
+  Shape sizes;
+  for (auto& s : spec.sizes) sizes.push_back(s.value());
+  return make_tensor(sizes, spec.dtype, spec.device);
+}
+
+Tensor make_view(const Tensor& base, const TensorSpec& spec) {
+  auto impl = std::make_shared<TensorImpl>();
+  set_layout(*impl, spec);
+  impl->storage = base.impl()->storage;
+  return Tensor(std::move(impl));
+}
+
+Tensor wrap_scalar(Scalar s, Device device) {
+  Tensor t = make_tensor({}, s.dtype(), device);
+  cpu::write_scalar(t.data_ptr(), t.dtype(), s);
+  t.impl()->wrapped_number = true;
+  return t;
+}
+
+// ------------------------------------------------------------------------------ Tensor
+TensorImpl* Tensor::impl() const {
+  KILN_CHECK(impl_, "use of an undefined tensor (default-constructed, moved-from or released)");
+  return impl_.get();
+}
+
+int64_t Tensor::dim() const { return int64_t(impl()->sizes.size()); }
+
+const Shape& Tensor::sizes() const {
+  KILN_CHECK(!impl()->sym, "sizes() of a tensor with symbolic sizes ", shape_str(impl_->sym->sizes),
+             "; use sym_sizes()");
+  return impl_->sizes;
+}
+const Shape& Tensor::strides() const {
+  KILN_CHECK(!impl()->sym, "strides() of a tensor with symbolic layout; use sym_strides()");
+  return impl_->strides;
+}
+
+static int64_t wrap_dim_for(const Tensor& t, int64_t d) {
+  int64_t n = t.dim();
+  KILN_CHECK_HINT(d >= -std::max<int64_t>(n, 1) && d < std::max<int64_t>(n, 1),
+                  "a dim is in [-ndim, ndim)", "dimension ", d, " out of range for a ", n, "-d tensor");
+  return d < 0 ? d + std::max<int64_t>(n, 1) : d;
+}
+
+int64_t Tensor::size(int64_t d) const { return sizes()[size_t(wrap_dim_for(*this, d))]; }
+int64_t Tensor::stride(int64_t d) const { return strides()[size_t(wrap_dim_for(*this, d))]; }
+int64_t Tensor::storage_offset() const {
+  KILN_CHECK(!impl()->sym, "storage_offset() of a symbolic tensor");
+  return impl_->offset;
+}
+int64_t Tensor::numel() const { return numel_of(sizes()); }
+
+SymShape Tensor::sym_sizes() const {
+  if (impl()->sym) return impl_->sym->sizes;
+  return SymShape(impl_->sizes.begin(), impl_->sizes.end());
+}
+SymShape Tensor::sym_strides() const {
+  if (impl()->sym) return impl_->sym->strides;
+  return SymShape(impl_->strides.begin(), impl_->strides.end());
+}
+SymInt Tensor::sym_size(int64_t d) const { return sym_sizes()[size_t(wrap_dim_for(*this, d))]; }
+SymInt Tensor::sym_numel() const {
+  SymInt n = 1;
+  for (auto& s : sym_sizes()) n = n * s;
+  return n;
+}
+SymInt Tensor::sym_storage_offset() const { return impl()->sym ? impl_->sym->offset : SymInt(impl_->offset); }
+TensorSpec Tensor::spec() const { return TensorSpec{sym_sizes(), sym_strides(), sym_storage_offset(), dtype(), device()}; }
+
+DType Tensor::dtype() const { return impl()->dtype; }
+Device Tensor::device() const { return impl()->device(); }
+bool Tensor::is_contiguous() const { return impl()->is_contiguous(); }
+bool Tensor::is_fake() const { return impl()->storage->fake; }
+bool Tensor::is_wrapped_number() const { return impl()->wrapped_number; }
+bool Tensor::shares_storage(const Tensor& o) const { return impl()->storage == o.impl()->storage; }
+
+void* Tensor::data_ptr() const { return impl()->data(); }
+
+Scalar Tensor::item_scalar(SourceLoc loc) const {
+  ops::CallSite site(loc);
+  KILN_CHECK_HINT(numel() == 1, "reduce it first (sum(), mean(), ...) or index one element",
+                  "item(): a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
+                  ") cannot be converted to a number");
+  return cpu::read_scalar(data_ptr(), dtype());
+}
+
+template <class T>
+T Tensor::item() const {
+  Scalar s = item_scalar();
+  if constexpr (std::is_same_v<T, bool>) return s.to_bool();
+  else if constexpr (std::is_floating_point_v<T>) return T(s.to_double());
+  else return T(s.to_int());
+}
+
+template <class T>
+std::vector<T> Tensor::to_vector() const {
+  Tensor c = kiln::contiguous(*this);
+  if (c.dtype() != cpu::dtype_of<T>()) c = convert_element_type(c, cpu::dtype_of<T>());
+  const T* p = c.data<T>();
+  return std::vector<T>(p, p + c.numel());
+}
+
+#define KILN_INSTANTIATE(T)                      \
+  template T Tensor::item<T>() const;            \
+  template std::vector<T> Tensor::to_vector<T>() const;
+KILN_INSTANTIATE(float)
+KILN_INSTANTIATE(double)
+KILN_INSTANTIATE(int64_t)
+KILN_INSTANTIATE(int32_t)
+KILN_INSTANTIATE(int16_t)
+KILN_INSTANTIATE(int8_t)
+KILN_INSTANTIATE(uint8_t)
+KILN_INSTANTIATE(bool)
+#undef KILN_INSTANTIATE
+
+Tensor Tensor::to(DType t, SourceLoc loc) const {
+  if (dtype() == t) return *this;
+  return convert_element_type(*this, t, loc);
+}
+
+Tensor Tensor::to(Device d, SourceLoc loc) const {
+  ops::CallSite site(loc);
+  if (device() == d) return *this;
+  detail::fail("moving tensors to " + d.str() + " needs the CUDA runtime, which this build does not have yet");
+}
+
+Tensor& Tensor::fill_(Scalar v, SourceLoc loc) {
+  ops::CallSite site(loc);
+  copy_(*this, scalar_tensor(v, dtype(), loc), loc);
+  return *this;
+}
+
+Tensor& Tensor::copy_from(const Tensor& src, SourceLoc loc) {
+  copy_(*this, src, loc);
+  return *this;
+}
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
+
+// ------------------------------------------------------------------------------ factories
+template <class T>
+Tensor tensor(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype, SourceLoc loc) {
+  ops::CallSite site(loc);
+  Shape sh = shape.empty() ? Shape{int64_t(values.size())} : shape;
+  KILN_CHECK_HINT(numel_of(sh) == int64_t(values.size()), "pass as many values as the shape holds",
+                  "tensor(): ", values.size(), " values do not fill shape ", shape_str(sh));
+  Tensor t = make_tensor(sh, cpu::dtype_of<T>());
+  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
+  return dtype && *dtype != t.dtype() ? convert_element_type(t, *dtype) : t;
+}
+template <>
+Tensor tensor(const std::vector<bool>& values, const Shape& shape, std::optional<DType> dtype, SourceLoc loc) {
+  std::vector<uint8_t> bytes(values.begin(), values.end());
+  Tensor t = tensor(bytes, shape, std::nullopt, loc);
+  t.impl()->dtype = DType::Bool;
+  return dtype && *dtype != DType::Bool ? convert_element_type(t, *dtype) : t;
+}
+template Tensor tensor(const std::vector<float>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<double>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<int64_t>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<int32_t>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<int16_t>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<int8_t>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<uint8_t>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<Half>&, const Shape&, std::optional<DType>, SourceLoc);
+template Tensor tensor(const std::vector<BFloat16>&, const Shape&, std::optional<DType>, SourceLoc);
+
+Tensor scalar_tensor(Scalar value, std::optional<DType> dtype, SourceLoc loc) {
+  ops::CallSite site(loc);
+  DType dt = dtype ? *dtype : value.is_float() ? default_float_dtype() : value.dtype();
+  Tensor t = make_tensor({}, dt);
+  cpu::write_scalar(t.data_ptr(), dt, value);
+  return t;
+}
+
+Tensor from_blob(void* data, const Shape& sizes, DType dtype, const Shape& strides, SourceLoc loc) {
+  ops::CallSite site(loc);
+  KILN_CHECK(data || numel_of(sizes) == 0, "from_blob: null data pointer");
+  KILN_CHECK(strides.empty() || strides.size() == sizes.size(), "from_blob: ", strides.size(), " strides for ",
+             sizes.size(), " sizes");
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes = sizes;
+  impl->strides = strides.empty() ? contiguous_strides(sizes) : strides;
+  impl->dtype = dtype;
+  impl->storage = std::make_shared<Storage>();
+  impl->storage->data = data;
+  impl->storage->nbytes = 0;  // borrowed: size unknown, never freed
+  return Tensor(std::move(impl));
+}
+
+// ------------------------------------------------------------------------------ operators
+Tensor operator+(const Tensor& a, TensorAt b) { return add(a, b.t, b.loc); }
+Tensor operator-(const Tensor& a, TensorAt b) { return sub(a, b.t, b.loc); }
+Tensor operator*(const Tensor& a, TensorAt b) { return mul(a, b.t, b.loc); }
+Tensor operator/(const Tensor& a, TensorAt b) { return div(a, b.t, std::nullopt, b.loc); }
+Tensor operator+(const Tensor& a, ScalarAt b) { return add(a, b.s, b.loc); }
+Tensor operator-(const Tensor& a, ScalarAt b) { return sub(a, b.s, b.loc); }
+Tensor operator*(const Tensor& a, ScalarAt b) { return mul(a, b.s, b.loc); }
+Tensor operator/(const Tensor& a, ScalarAt b) { return div(a, b.s, std::nullopt, b.loc); }
+Tensor operator+(ScalarAt a, const Tensor& b) { return add(ops::scalar_to_tensor(a.s), b, a.loc); }
+Tensor operator-(ScalarAt a, const Tensor& b) { return sub(ops::scalar_to_tensor(a.s), b, a.loc); }
+Tensor operator*(ScalarAt a, const Tensor& b) { return mul(ops::scalar_to_tensor(a.s), b, a.loc); }
+Tensor operator/(ScalarAt a, const Tensor& b) { return div(ops::scalar_to_tensor(a.s), b, std::nullopt, a.loc); }
+Tensor operator-(const Tensor& a) { return neg(a); }
+Tensor operator==(const Tensor& a, TensorAt b) { return eq(a, b.t, b.loc); }
+Tensor operator!=(const Tensor& a, TensorAt b) { return ne(a, b.t, b.loc); }
+Tensor operator<(const Tensor& a, TensorAt b) { return lt(a, b.t, b.loc); }
+Tensor operator<=(const Tensor& a, TensorAt b) { return le(a, b.t, b.loc); }
+Tensor operator>(const Tensor& a, TensorAt b) { return gt(a, b.t, b.loc); }
+Tensor operator>=(const Tensor& a, TensorAt b) { return ge(a, b.t, b.loc); }
+Tensor operator==(const Tensor& a, ScalarAt b) { return eq(a, b.s, b.loc); }
+Tensor operator!=(const Tensor& a, ScalarAt b) { return ne(a, b.s, b.loc); }
+Tensor operator<(const Tensor& a, ScalarAt b) { return lt(a, b.s, b.loc); }
+Tensor operator<=(const Tensor& a, ScalarAt b) { return le(a, b.s, b.loc); }
+Tensor operator>(const Tensor& a, ScalarAt b) { return gt(a, b.s, b.loc); }
+Tensor operator>=(const Tensor& a, ScalarAt b) { return ge(a, b.s, b.loc); }
+Tensor operator&(const Tensor& a, TensorAt b) {
+  return a.dtype() == kBool ? logical_and(a, b.t, b.loc) : bitwise_and(a, b.t, b.loc);
+}
+Tensor operator|(const Tensor& a, TensorAt b) {
+  return a.dtype() == kBool ? logical_or(a, b.t, b.loc) : bitwise_or(a, b.t, b.loc);
+}
+Tensor operator^(const Tensor& a, TensorAt b) {
+  return a.dtype() == kBool ? logical_xor(a, b.t, b.loc) : bitwise_xor(a, b.t, b.loc);
+}
+Tensor operator~(const Tensor& a) { return a.dtype() == kBool ? logical_not(a) : bitwise_not(a); }
+Tensor& operator+=(Tensor& a, TensorAt b) { return a.add_(b.t, b.loc); }
+Tensor& operator-=(Tensor& a, TensorAt b) { return a.sub_(b.t, b.loc); }
+Tensor& operator*=(Tensor& a, TensorAt b) { return a.mul_(b.t, b.loc); }
+Tensor& operator/=(Tensor& a, TensorAt b) { return a.div_(b.t, std::nullopt, b.loc); }
+Tensor& operator+=(Tensor& a, ScalarAt b) { return a.add_(b.s, b.loc); }
+Tensor& operator-=(Tensor& a, ScalarAt b) { return a.sub_(b.s, b.loc); }
+Tensor& operator*=(Tensor& a, ScalarAt b) { return a.mul_(b.s, b.loc); }
+Tensor& operator/=(Tensor& a, ScalarAt b) { return a.div_(b.s, std::nullopt, b.loc); }
+
+}  // namespace kiln

@@ -1,0 +1,65 @@
+// The object behind a Tensor handle: storage, layout, dtype and autograd state.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+
+namespace kiln {
+
+namespace autograd {
+struct Node;
+struct AutogradMeta;
+}  // namespace autograd
+
+// A block of memory shared by a tensor and its views. A fake storage has no memory: it backs
+// fake tensors, which carry metadata only (capture runs user code on them).
+struct Storage {
+  void* data = nullptr;
+  size_t nbytes = 0;
+  Device device;
+  bool fake = false;
+  void (*deleter)(void*) = nullptr;  // null: memory is borrowed (from_blob)
+  ~Storage();
+  static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
+  static std::shared_ptr<Storage> make_fake(Device device);
+};
+
+// Sizes, strides and offset as symbolic expressions; present only on symbolic fake tensors.
+struct SymLayout {
+  SymShape sizes, strides;
+  SymInt offset;
+};
+
+class TensorImpl {
+ public:
+  std::shared_ptr<Storage> storage;
+  Shape sizes, strides;  // concrete values (the hints, when sym is set)
+  int64_t offset = 0;
+  std::unique_ptr<SymLayout> sym;
+  DType dtype = DType::Float32;
+  bool wrapped_number = false;
+  std::unique_ptr<autograd::AutogradMeta> autograd;
+
+  TensorImpl();
+  ~TensorImpl();
+  int64_t numel() const;
+  bool is_contiguous() const;
+  Device device() const { return storage->device; }
+  char* data() const;  // throws for fake tensors
+  autograd::AutogradMeta& autograd_meta();  // creates it on first use
+};
+
+Shape contiguous_strides(const Shape& sizes);
+SymShape contiguous_strides(const SymShape& sizes);
+int64_t numel_of(const Shape& sizes);
+
+// Fresh tensors: contiguous, uninitialized.
+Tensor make_tensor(const Shape& sizes, DType dtype, Device device = kCPU);
+Tensor make_tensor(const TensorSpec& spec);  // fake if the spec is symbolic or fake is true
+Tensor make_fake(const TensorSpec& spec);
+// A tensor sharing `base`'s storage with the given layout.
+Tensor make_view(const Tensor& base, const TensorSpec& spec);
+// A 0-d tensor holding a number; marked as a wrapped number for type promotion.
+Tensor wrap_scalar(Scalar s, Device device = kCPU);
+
+}  // namespace kiln

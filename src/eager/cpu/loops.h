@@ -1,0 +1,214 @@
+// The CPU kernels' toolkit: dtype dispatch, element load/store (16-bit floats computed in
+// float32), and StridedLoop: one iteration helper that walks any number of operands with
+// arbitrary strides (broadcast = stride 0), coalescing dims and splitting work across threads.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "core/tensor_impl.h"
+
+namespace kiln::cpu {
+
+template <class T>
+struct type_tag {
+  using type = T;
+};
+
+template <class T>
+constexpr DType dtype_of() {
+  if constexpr (std::is_same_v<T, bool>) return DType::Bool;
+  else if constexpr (std::is_same_v<T, uint8_t>) return DType::UInt8;
+  else if constexpr (std::is_same_v<T, int8_t>) return DType::Int8;
+  else if constexpr (std::is_same_v<T, int16_t>) return DType::Int16;
+  else if constexpr (std::is_same_v<T, int32_t>) return DType::Int32;
+  else if constexpr (std::is_same_v<T, int64_t>) return DType::Int64;
+  else if constexpr (std::is_same_v<T, Half>) return DType::Float16;
+  else if constexpr (std::is_same_v<T, BFloat16>) return DType::BFloat16;
+  else if constexpr (std::is_same_v<T, float>) return DType::Float32;
+  else return DType::Float64;
+}
+
+// The type arithmetic on T is done in: float for the 16-bit floats, T otherwise.
+template <class T>
+using acc_t = std::conditional_t<std::is_same_v<T, Half> || std::is_same_v<T, BFloat16>, float, T>;
+
+// Calls f(type_tag<T>{}) with T the C++ type of dtype t.
+template <class F>
+decltype(auto) visit_all(DType t, F&& f) {
+  switch (t) {
+    case DType::Bool: return f(type_tag<bool>{});
+    case DType::UInt8: return f(type_tag<uint8_t>{});
+    case DType::Int8: return f(type_tag<int8_t>{});
+    case DType::Int16: return f(type_tag<int16_t>{});
+    case DType::Int32: return f(type_tag<int32_t>{});
+    case DType::Int64: return f(type_tag<int64_t>{});
+    case DType::Float16: return f(type_tag<Half>{});
+    case DType::BFloat16: return f(type_tag<BFloat16>{});
+    case DType::Float32: return f(type_tag<float>{});
+    case DType::Float64: return f(type_tag<double>{});
+  }
+  return f(type_tag<float>{});
+}
+
+template <class T>
+inline T from_double(double v) {
+  if constexpr (std::is_same_v<T, bool>) return v != 0;
+  else if constexpr (std::is_integral_v<T>) return T(int64_t(v));
+  else return T(float(v));  // Half/BFloat16 from float; float/double fine
+}
+template <>
+inline double from_double<double>(double v) { return v; }
+
+inline Scalar read_scalar(const void* p, DType t) {
+  return visit_all(t, [&]<class T>(type_tag<T>) -> Scalar {
+    T v;
+    std::memcpy(&v, p, sizeof(T));
+    if constexpr (std::is_same_v<T, bool>) return Scalar(bool(v));
+    else if constexpr (std::is_integral_v<T>) return Scalar(int64_t(v));
+    else return Scalar(double(acc_t<T>(v)));
+  });
+}
+
+inline void write_scalar(void* p, DType t, Scalar s) {
+  visit_all(t, [&]<class T>(type_tag<T>) {
+    T v;
+    if constexpr (std::is_same_v<T, bool>) v = s.to_bool();
+    else if constexpr (std::is_integral_v<T>) v = s.is_float() ? T(int64_t(s.to_double())) : T(s.to_int());
+    else if constexpr (std::is_same_v<T, double>) v = s.to_double();
+    else v = T(float(s.to_double()));
+    std::memcpy(p, &v, sizeof(T));
+  });
+}
+
+// Converts between element types the way PyTorch's casts do (float -> int truncates).
+template <class To, class From>
+inline To cast(From v) {
+  if constexpr (std::is_same_v<To, From>) return v;
+  else if constexpr (std::is_same_v<To, bool>) return acc_t<From>(v) != acc_t<From>(0);
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(float(acc_t<From>(v)));
+  else return To(acc_t<From>(v));
+}
+
+// Operands of one loop: output(s) first, then inputs; all viewed with the output's shape.
+class StridedLoop {
+ public:
+  // shape: the iteration shape; operands are broadcast to it (missing/size-1 dims get stride 0).
+  StridedLoop(const std::vector<const Tensor*>& operands, const Shape& shape);
+
+  int64_t numel() const { return numel_; }
+  size_t num_operands() const { return base_.size(); }
+
+  // inner(ptrs, strides_in_bytes, n): n elements along the innermost dim from ptrs[k].
+  template <class F>
+  void run(F&& inner, int64_t grain = 32768) const;
+
+ private:
+  template <class F>
+  void run_range(F& inner, int64_t begin, int64_t end) const;
+
+  std::vector<int64_t> shape_;                 // coalesced, innermost last
+  std::vector<std::vector<int64_t>> strides_;  // [operand][dim], bytes
+  std::vector<char*> base_;
+  int64_t numel_ = 1;
+};
+
+template <class F>
+void StridedLoop::run_range(F& inner, int64_t begin, int64_t end) const {
+  const size_t nd = shape_.size(), no = base_.size();
+  if (nd == 0) {
+    if (begin < end) {
+      std::vector<char*> p(base_);
+      std::vector<int64_t> s(no, 0);
+      inner(p.data(), s.data(), int64_t(1));
+    }
+    return;
+  }
+  std::vector<int64_t> idx(nd);
+  int64_t rem = begin;
+  for (size_t d = nd; d-- > 0;) {
+    idx[d] = rem % shape_[d];
+    rem /= shape_[d];
+  }
+  std::vector<char*> ptrs(no);
+  std::vector<int64_t> inner_strides(no);
+  for (size_t k = 0; k < no; ++k) inner_strides[k] = strides_[k][nd - 1];
+  int64_t pos = begin;
+  while (pos < end) {
+    for (size_t k = 0; k < no; ++k) {
+      char* p = base_[k];
+      for (size_t d = 0; d < nd; ++d) p += idx[d] * strides_[k][d];
+      ptrs[k] = p;
+    }
+    int64_t n = std::min(shape_[nd - 1] - idx[nd - 1], end - pos);
+    inner(ptrs.data(), inner_strides.data(), n);
+    pos += n;
+    idx[nd - 1] += n;
+    for (size_t d = nd - 1; d > 0 && idx[d] == shape_[d]; --d) {
+      idx[d] = 0;
+      ++idx[d - 1];
+    }
+  }
+}
+
+template <class F>
+void StridedLoop::run(F&& inner, int64_t grain) const {
+  if (numel_ == 0) return;
+  int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  if (numel_ < grain || threads <= 1) {
+    run_range(inner, 0, numel_);
+    return;
+  }
+  int64_t chunks = std::min<int64_t>(threads, (numel_ + grain - 1) / grain);
+#pragma omp parallel for num_threads(int(chunks)) schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) run_range(inner, numel_ * c / chunks, numel_ * (c + 1) / chunks);
+}
+
+// Applies out = f(in...) elementwise. All operands must already have the same dtype T
+// (convert first); f works on acc_t<T> and returns acc_t<R> for an output of type R.
+template <class R, class T, class F>
+void map_unary(const Tensor& out, const Tensor& in, F f) {
+  StridedLoop loop({&out, &in}, out.sizes());
+  loop.run([&](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(R) && s[1] == sizeof(T)) {
+      R* o = reinterpret_cast<R*>(p[0]);
+      const T* a = reinterpret_cast<const T*>(p[1]);
+      for (int64_t i = 0; i < n; ++i) o[i] = R(f(acc_t<T>(a[i])));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<R*>(p[0] + i * s[0]) = R(f(acc_t<T>(*reinterpret_cast<const T*>(p[1] + i * s[1]))));
+    }
+  });
+}
+
+template <class R, class T, class F>
+void map_binary(const Tensor& out, const Tensor& x, const Tensor& y, F f) {
+  StridedLoop loop({&out, &x, &y}, out.sizes());
+  loop.run([&](char** p, const int64_t* s, int64_t n) {
+    if (s[0] == sizeof(R) && s[1] == sizeof(T) && s[2] == sizeof(T)) {
+      R* o = reinterpret_cast<R*>(p[0]);
+      const T* a = reinterpret_cast<const T*>(p[1]);
+      const T* b = reinterpret_cast<const T*>(p[2]);
+      for (int64_t i = 0; i < n; ++i) o[i] = R(f(acc_t<T>(a[i]), acc_t<T>(b[i])));
+    } else if (s[0] == sizeof(R) && s[1] == sizeof(T) && s[2] == 0) {
+      R* o = reinterpret_cast<R*>(p[0]);
+      const T* a = reinterpret_cast<const T*>(p[1]);
+      const acc_t<T> b = acc_t<T>(*reinterpret_cast<const T*>(p[2]));
+      for (int64_t i = 0; i < n; ++i) o[i] = R(f(acc_t<T>(a[i]), b));
+    } else {
+      for (int64_t i = 0; i < n; ++i)
+        *reinterpret_cast<R*>(p[0] + i * s[0]) = R(f(acc_t<T>(*reinterpret_cast<const T*>(p[1] + i * s[1])),
+                                                      acc_t<T>(*reinterpret_cast<const T*>(p[2] + i * s[2]))));
+    }
+  });
+}
+
+// Copies src into dst elementwise, converting dtype and broadcasting src to dst's shape.
+void copy_into(const Tensor& dst, const Tensor& src);
+
+}  // namespace kiln::cpu

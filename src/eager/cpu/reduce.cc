@@ -1,0 +1,210 @@
+// CPU kernels of the reduction prims: sum, prod, amax, amin, argmax, argmin over any dims.
+#include <kiln/ops.h>
+
+#include <limits>
+
+#include "eager/cpu/loops.h"
+#include "ops/dispatch.h"
+#include "ops/meta/meta_util.h"
+
+namespace kiln::cpu {
+namespace {
+using ops::Args;
+using ops::OpId;
+
+// The input split into kept dims (one output element each) and reduced dims, both coalesced.
+struct ReducePlan {
+  std::vector<int64_t> keep_sizes, keep_strides, red_sizes, red_strides;  // element strides
+  std::vector<int64_t> red_outer_sizes, red_outer_strides;                 // red_* without the innermost
+  int64_t n_out = 1, n_red = 1;
+};
+
+void coalesce(std::vector<int64_t>& sizes, std::vector<int64_t>& strides) {
+  std::vector<int64_t> s, st;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    if (sizes[i] == 1) continue;
+    if (!s.empty() && st.back() == strides[i] * sizes[i]) {
+      s.back() *= sizes[i];
+      st.back() = strides[i];
+    } else {
+      s.push_back(sizes[i]);
+      st.push_back(strides[i]);
+    }
+  }
+  sizes = s;
+  strides = st;
+}
+
+ReducePlan plan(const Tensor& x, const std::vector<int64_t>& dims) {
+  ReducePlan p;
+  for (int64_t d = 0; d < x.dim(); ++d) {
+    bool red = std::find(dims.begin(), dims.end(), d) != dims.end();
+    (red ? p.red_sizes : p.keep_sizes).push_back(x.size(d));
+    (red ? p.red_strides : p.keep_strides).push_back(x.stride(d));
+  }
+  p.n_out = numel_of(p.keep_sizes);
+  p.n_red = numel_of(p.red_sizes);
+  coalesce(p.keep_sizes, p.keep_strides);
+  coalesce(p.red_sizes, p.red_strides);
+  if (!p.red_sizes.empty()) {
+    p.red_outer_sizes.assign(p.red_sizes.begin(), p.red_sizes.end() - 1);
+    p.red_outer_strides.assign(p.red_strides.begin(), p.red_strides.end() - 1);
+  }
+  return p;
+}
+
+int64_t offset_of(int64_t linear, const std::vector<int64_t>& sizes, const std::vector<int64_t>& strides) {
+  int64_t off = 0;
+  for (size_t d = sizes.size(); d-- > 0;) {
+    off += (linear % sizes[d]) * strides[d];
+    linear /= sizes[d];
+  }
+  return off;
+}
+
+// Visits reduced elements [begin, end) of one output: f(value, reduced_linear_index).
+template <class T, class F>
+void walk(const T* base, const ReducePlan& p, int64_t begin, int64_t end, F&& f) {
+  if (p.red_sizes.empty()) {
+    if (begin < end) f(base[0], int64_t(0));
+    return;
+  }
+  const size_t nd = p.red_sizes.size();
+  const int64_t inner = p.red_sizes[nd - 1], ist = p.red_strides[nd - 1];
+  int64_t pos = begin;
+  while (pos < end) {
+    const int64_t outer = pos / inner, i0 = pos % inner;
+    const T* row = base + offset_of(outer, p.red_outer_sizes, p.red_outer_strides);
+    const int64_t stop = std::min(inner, i0 + (end - pos));
+    for (int64_t i = i0; i < stop; ++i) f(row[i * ist], outer * inner + i);
+    pos += stop - i0;
+  }
+}
+
+template <class R, class A>
+auto acc_result(const A& a) {
+  if constexpr (requires { a.first; }) return a.second;  // (value, index) pairs give the index
+  else return a;
+}
+
+// Reduces with accumulator type A: init, step(acc, value), merge(acc, acc), finish(acc) -> R.
+template <class T, class R, class A, class Step, class Merge>
+void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>& dims, A init, Step step, Merge merge) {
+  ReducePlan p = plan(x, dims);
+  const T* in = x.data<T>();
+  R* o = out.data<R>();  // out is fresh and contiguous: output i <-> kept linear index i
+  const int threads = omp_get_max_threads();
+  if (p.n_out >= threads || p.n_red < 32768) {
+#pragma omp parallel for if (p.n_out * p.n_red > 32768 && p.n_out > 1)
+    for (int64_t i = 0; i < p.n_out; ++i) {
+      A acc = init;
+      walk(in + offset_of(i, p.keep_sizes, p.keep_strides), p, 0, p.n_red,
+           [&](const T& v, int64_t j) { acc = step(acc, acc_t<T>(v), j); });
+      o[i] = R(acc_result<R>(acc));
+    }
+    return;
+  }
+  // Few outputs, long reductions: split each reduction across threads and merge.
+  for (int64_t i = 0; i < p.n_out; ++i) {
+    const T* base = in + offset_of(i, p.keep_sizes, p.keep_strides);
+    std::vector<A> part(size_t(threads), init);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num();
+      A acc = init;
+      walk(base, p, p.n_red * t / threads, p.n_red * (t + 1) / threads,
+           [&](const T& v, int64_t j) { acc = step(acc, acc_t<T>(v), j); });
+      part[size_t(t)] = acc;
+    }
+    A acc = init;
+    for (const A& x2 : part) acc = merge(acc, x2);
+    o[i] = R(acc_result<R>(acc));
+  }
+}
+
+std::vector<int64_t> reduce_dims(const Args& a, const Tensor& x) {
+  auto dims = a.opt_ints(1);
+  if (dims && dims->empty()) dims.reset();
+  return ops::wrap_dims(dims, x.dim());
+}
+
+std::vector<Tensor> sum_prod_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  Tensor out = make_tensor(specs[0]);
+  Tensor x = a.tensor(0).to(out.dtype());
+  const std::vector<int64_t> dims = reduce_dims(a, x);
+  const bool is_sum = a.op == OpId::sum;
+  visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
+    // Floats accumulate in double (exact enough to match a float64 reference), ints in int64.
+    using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>>;
+    if constexpr (std::is_same_v<T, bool>) {
+      detail::fail("internal: bool reduction output");
+    } else if (is_sum) {
+      reduce_into<T, T, A>(x, out, dims, A(0), [](A s, acc_t<T> v, int64_t) { return A(s + A(v)); },
+                           [](A s, A t) { return A(s + t); });
+    } else {
+      reduce_into<T, T, A>(x, out, dims, A(1), [](A s, acc_t<T> v, int64_t) { return A(s * A(v)); },
+                           [](A s, A t) { return A(s * t); });
+    }
+  });
+  return {out};
+}
+
+template <class V>
+bool is_nan(V v) {
+  if constexpr (std::is_floating_point_v<V>) return std::isnan(v);
+  else return false;
+}
+
+std::vector<Tensor> minmax_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  Tensor out = make_tensor(specs[0]);
+  const Tensor& x = a.tensor(0);
+  const std::vector<int64_t> dims = reduce_dims(a, x);
+  const bool is_max = a.op == OpId::amax;
+  visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
+    using A = acc_t<T>;
+    // NaN wins and stays; the first element seeds the accumulator through a flag-free init.
+    const A init = is_max ? (std::is_floating_point_v<A> ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest())
+                          : (std::is_floating_point_v<A> ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max());
+    auto pick = [is_max](A s, A v) {
+      if (is_nan(s) || is_nan(v)) return is_nan(s) ? s : v;
+      return is_max ? (v > s ? v : s) : (v < s ? v : s);
+    };
+    reduce_into<T, T, A>(x, out, dims, init, [&](A s, A v, int64_t) { return pick(s, v); }, pick);
+  });
+  return {out};
+}
+
+std::vector<Tensor> arg_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  Tensor out = make_tensor(specs[0]);
+  Tensor x = a.tensor(0);
+  auto dim = a.opt_i64(1);
+  if (!dim) x = reshape(x, {-1});
+  const std::vector<int64_t> dims = x.dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim ? ops::wrap_dim(*dim, x.dim()) : 0};
+  const bool is_max = a.op == OpId::argmax;
+  visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
+    using V = acc_t<T>;
+    using A = std::pair<V, int64_t>;
+    auto better = [is_max](const A& s, const A& v) {  // does v replace the current best s?
+      if (s.second < 0) return true;
+      if (is_nan(s.first)) return is_nan(v.first) && v.second < s.second;
+      if (is_nan(v.first)) return true;
+      if (v.first == s.first) return v.second < s.second;
+      return is_max ? v.first > s.first : v.first < s.first;
+    };
+    reduce_into<T, int64_t, A>(
+        x, out, dims, A(V(0), -1), [&](A s, V v, int64_t j) { return better(s, A(v, j)) ? A(v, j) : s; },
+        [&](A s, A t) { return t.second >= 0 && better(s, t) ? t : s; });
+  });
+  return {out};
+}
+
+}  // namespace
+
+KILN_REGISTER(kernel, sum, sum_prod_kernel);
+KILN_REGISTER(kernel, prod, sum_prod_kernel);
+KILN_REGISTER(kernel, amax, minmax_kernel);
+KILN_REGISTER(kernel, amin, minmax_kernel);
+KILN_REGISTER(kernel, argmax, arg_kernel);
+KILN_REGISTER(kernel, argmin, arg_kernel);
+
+}  // namespace kiln::cpu

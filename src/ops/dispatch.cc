@@ -1,0 +1,150 @@
+// The dispatcher: capture interceptor -> autograd -> backend (kernel, view, or decomposition).
+#include "ops/dispatch.h"
+
+#include <kiln/autograd.h>
+
+#include "autograd/engine.h"
+#include "core/tensor_impl.h"
+#include "eager/cpu/loops.h"
+
+namespace kiln::ops {
+namespace {
+thread_local const SourceLoc* t_site = nullptr;
+thread_local DispatchMode* t_mode = nullptr;
+
+std::string describe_inputs(const Args& a) {
+  std::string s;
+  for (const Tensor& t : a.tensor_inputs()) {
+    if (!s.empty()) s += ", ";
+    s += std::string(name(t.dtype())) + shape_str(t.sym_sizes());
+  }
+  return s;
+}
+
+bool any_fake(const Args& a) {
+  for (const Tensor& t : a.tensor_inputs())
+    if (t.is_fake()) return true;
+  return false;
+}
+
+Device common_device(const Args& a) {
+  for (const Tensor& t : a.tensor_inputs())
+    if (!t.is_wrapped_number()) return t.device();
+  return kCPU;
+}
+}  // namespace
+
+CallSite::CallSite(const SourceLoc& loc) : owner_(t_site == nullptr) {
+  if (owner_) t_site = &loc;
+}
+CallSite::~CallSite() {
+  if (owner_) t_site = nullptr;
+}
+const SourceLoc* current_call_site() { return t_site; }
+
+DispatchMode* set_dispatch_mode(DispatchMode* m) {
+  DispatchMode* prev = t_mode;
+  t_mode = m;
+  return prev;
+}
+
+std::vector<Tensor> call_backend(const Args& a) {
+  const OpInfo& info = op_info(a.op);
+  if (info.kind == OpKind::VIEW) {
+    KILN_CHECK(info.meta, "internal: view op ", info.name, " has no meta function");
+    return {make_view(a.tensor(0), info.meta(a).at(0))};
+  }
+  if (any_fake(a)) {  // metadata only: the meta function answers, or the decomposition does
+    if (info.meta) {
+      std::vector<Tensor> outs;
+      for (auto& s : info.meta(a)) outs.push_back(make_fake(s));
+      return outs;
+    }
+  } else if (info.kernel) {
+    KILN_CHECK(info.meta, "internal: op ", info.name, " has a kernel but no meta function");
+    std::vector<TensorSpec> specs = info.meta(a);
+    const Device dev = specs.empty() ? common_device(a) : specs[0].device;
+    KILN_CHECK_HINT(dev.is_cpu(), "CUDA kernels arrive with the GPU backend", info.name, " on ", dev.str(),
+                    ": this build has CPU kernels only");
+    return info.kernel(a, specs);
+  }
+  if (info.decomp) return info.decomp(a);
+  detail::fail(std::string("internal: op ") + info.name + " has neither a kernel nor a decomposition");
+}
+
+std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
+  Args a{op, std::move(args)};
+  try {
+    if (t_mode) {
+      if (auto r = t_mode->intercept(a)) return std::move(*r);
+    }
+    const OpInfo& info = op_info(op);
+    if (is_grad_enabled() && autograd::any_requires_grad(a)) {
+      if (info.differentiable()) return autograd::call_with_grad(a);
+      // Not differentiable: its outputs never require grad, whatever its inputs do.
+      NoGradGuard no_grad;
+      return call_backend(a);
+    }
+    return call_backend(a);
+  } catch (Error& e) {
+    // Report the outermost op the user called with its inputs; inner ops become context.
+    Error::Info info = e.info();
+    if (!info.op.empty()) info.message = "in " + info.op + ": " + info.message;
+    info.op = op_info(op).name;
+    info.inputs = describe_inputs(a);
+    throw Error(std::move(info));
+  }
+}
+
+Tensor unbox_one(std::vector<Tensor>&& r) {
+  KILN_CHECK(!r.empty(), "internal: op returned no tensor");
+  return std::move(r[0]);
+}
+
+Tensor scalar_to_tensor(Scalar s) { return wrap_scalar(s); }
+
+Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
+  KILN_CHECK_HINT(result.sym_sizes() == self.sym_sizes(), "use the out-of-place op and assign the result",
+                  name, ": the result has shape ", shape_str(result.sym_sizes()),
+                  " which differs from the in-place target's shape ", shape_str(self.sym_sizes()));
+  KILN_CHECK_HINT(can_cast(result.dtype(), self.dtype()), "convert the target first (e.g. x = x.to(kFloat32))",
+                  name, ": result type ", kiln::name(result.dtype()), " can't be cast to the desired output type ",
+                  kiln::name(self.dtype()));
+  copy_(self, result);
+  return self;
+}
+
+}  // namespace kiln::ops
+
+namespace kiln {
+
+bool can_cast(DType from, DType to) {
+  if (is_floating(from) && !is_floating(to)) return false;
+  if (from != DType::Bool && to == DType::Bool) return false;
+  return true;
+}
+
+DType result_type(const std::vector<Tensor>& tensors) {
+  // Three priority classes, as PyTorch: tensors with dims, 0-d tensors, wrapped numbers.
+  enum { kDim, kZero, kWrapped };
+  std::optional<DType> res[3];
+  for (const Tensor& t : tensors) {
+    if (!t.defined()) continue;
+    int cls = t.is_wrapped_number() ? kWrapped : t.dim() == 0 ? kZero : kDim;
+    DType d = t.dtype();
+    if (cls == kWrapped && is_floating(d)) d = default_float_dtype();
+    res[cls] = res[cls] ? promote_types(*res[cls], d) : d;
+  }
+  auto category = [](DType d) { return d == DType::Bool ? 0 : is_floating(d) ? 2 : 1; };
+  // A lower-priority class wins only if it is of a higher category (bool < int < float).
+  auto combine = [&](std::optional<DType> higher, std::optional<DType> lower) -> std::optional<DType> {
+    if (!higher) return lower;
+    if (!lower) return higher;
+    if (category(*lower) > category(*higher)) return promote_types(*higher, *lower);
+    return higher;
+  };
+  std::optional<DType> r = combine(res[kDim], combine(res[kZero], res[kWrapped]));
+  return r ? *r : default_float_dtype();
+}
+
+}  // namespace kiln

@@ -1,0 +1,30 @@
+// Helpers shared by meta functions: dim wrapping, broadcasting, output specs.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <vector>
+
+namespace kiln::ops {
+
+// d in [-ndim, ndim) -> [0, ndim); a 0-d tensor accepts dims -1 and 0.
+int64_t wrap_dim(int64_t d, int64_t ndim);
+// Wraps each dim and checks none repeats. None (nullopt) means all dims.
+std::vector<int64_t> wrap_dims(const std::optional<std::vector<int64_t>>& dims, int64_t ndim);
+SymShape broadcast_shapes(const SymShape& a, const SymShape& b);
+SymShape broadcast_shapes(const std::vector<Tensor>& ts);
+// A contiguous output spec with the given sizes and dtype on t's device.
+TensorSpec spec_like(const Tensor& t, const SymShape& sizes, DType dtype);
+inline TensorSpec spec_like(const Tensor& t, DType dtype) { return spec_like(t, t.sym_sizes(), dtype); }
+// Sizes after reducing `dims` (with keepdim: set to 1; else removed).
+SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, bool keepdim);
+// The dtype unary float ops (exp, sin, ...) return: integers and bool become the default float.
+inline DType float_result(DType t) { return is_floating(t) ? t : default_float_dtype(); }
+
+}  // namespace kiln::ops
+
+namespace kiln::ops {
+// Resolves one -1 in a requested shape against numel; checks the element count matches.
+SymShape infer_size(const SymShape& requested, const SymInt& numel);
+// Strides that let a tensor (sizes, strides) be viewed with new_sizes without a copy, if any.
+std::optional<SymShape> view_strides(const SymShape& sizes, const SymShape& strides, const SymShape& new_sizes);
+}  // namespace kiln::ops
