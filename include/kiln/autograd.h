@@ -39,3 +39,20 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                 SourceLoc loc = SourceLoc::current());
 
 }  // namespace kiln
+
+namespace kiln {
+
+struct GradcheckOptions {
+  double eps = 1e-6;
+  double atol = 1e-5;
+  double rtol = 1e-3;
+  uint64_t seed = 0;  // for the random projection of the outputs
+};
+// Checks the analytical gradient of fn at `inputs` against central finite differences, as
+// torch.autograd.gradcheck does. Inputs that require grad must be float64 and contiguous; fn may
+// return several outputs (floating ones are checked). Throws kiln::Error describing the first
+// mismatch (input, element, analytical vs numerical); returns true otherwise.
+bool gradcheck(const std::function<TensorList(const TensorList&)>& fn, const TensorList& inputs,
+               const GradcheckOptions& options = {}, SourceLoc loc = SourceLoc::current());
+
+}  // namespace kiln
