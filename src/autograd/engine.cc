@@ -54,8 +54,8 @@ Edge gradient_edge(const Tensor& t) {
 std::vector<Tensor> call_with_grad(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
   if (!info.derivative) {
-    KILN_CHECK(info.kind == ops::OpKind::COMPOSITE && info.decomp, "internal: differentiable prim ", info.name,
-               " has no derivative formula");
+    KILN_CHECK(info.kind == ops::OpKind::COMPOSITE && info.decomp, "internal: differentiable op ", info.name,
+               " has neither a derivative formula nor a decomposition");
     return info.decomp(a);  // the prims it decomposes into record their own nodes
   }
   std::vector<Tensor> inputs = a.tensor_inputs();
