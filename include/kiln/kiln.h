@@ -4,6 +4,7 @@
 #include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/error.h>
+#include <kiln/io.h>
 #include <kiln/ops.h>
 #include <kiln/symint.h>
 #include <kiln/tensor.h>

@@ -8,14 +8,23 @@
 
 namespace kiln {
 
-// A tensor holding a copy of `values` with the given shape (1-d if shape is empty).
+// A tensor holding a copy of `values`: 1-d, or with the given shape (an empty shape makes a 0-d
+// tensor, which holds one value).
 template <class T>
-Tensor tensor(const std::vector<T>& values, const Shape& shape = {}, std::optional<DType> dtype = std::nullopt,
+Tensor tensor(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype = std::nullopt,
               SourceLoc loc = SourceLoc::current());
 template <class T>
-Tensor tensor(std::initializer_list<T> values, const Shape& shape = {}, std::optional<DType> dtype = std::nullopt,
+Tensor tensor(const std::vector<T>& values, SourceLoc loc = SourceLoc::current()) {
+  return tensor(values, Shape{int64_t(values.size())}, std::nullopt, loc);
+}
+template <class T>
+Tensor tensor(std::initializer_list<T> values, const Shape& shape, std::optional<DType> dtype = std::nullopt,
               SourceLoc loc = SourceLoc::current()) {
   return tensor(std::vector<T>(values), shape, dtype, loc);
+}
+template <class T>
+Tensor tensor(std::initializer_list<T> values, SourceLoc loc = SourceLoc::current()) {
+  return tensor(std::vector<T>(values), Shape{int64_t(values.size())}, std::nullopt, loc);
 }
 // A 0-d tensor.
 Tensor scalar_tensor(Scalar value, std::optional<DType> dtype = std::nullopt, SourceLoc loc = SourceLoc::current());

@@ -118,7 +118,18 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   for (size_t i = 0; i < grads.size(); ++i)
     if (!grads[i].defined() && is_floating(outputs[i].dtype())) grads[i] = zeros_like(outputs[i]);
   const ops::OpInfo& info = ops::op_info(saved.op);
-  ops::GradCtx ctx{saved, inputs, outputs, grads, input_needs_grad};
+  // Outputs are saved detached (no cycle node -> output -> node). When building a graph of the
+  // backward (create_graph), formulas that use them must see them as this node's outputs again.
+  std::vector<Tensor> outs = outputs;
+  if (is_grad_enabled())
+    for (size_t i = 0; i < outs.size(); ++i) {
+      if (!is_floating(outs[i].dtype())) continue;
+      outs[i] = outs[i].detach();
+      AutogradMeta& m = outs[i].impl()->autograd_meta();
+      m.grad_fn = shared_from_this();
+      m.output_nr = uint32_t(i);
+    }
+  ops::GradCtx ctx{saved, inputs, outs, grads, input_needs_grad};
   std::vector<Tensor> result = info.derivative(ctx);
   result.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {

@@ -270,9 +270,8 @@ std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str
 
 // ------------------------------------------------------------------------------ factories
 template <class T>
-Tensor tensor(const std::vector<T>& values, const Shape& shape, std::optional<DType> dtype, SourceLoc loc) {
+Tensor tensor(const std::vector<T>& values, const Shape& sh, std::optional<DType> dtype, SourceLoc loc) {
   ops::CallSite site(loc);
-  Shape sh = shape.empty() ? Shape{int64_t(values.size())} : shape;
   KILN_CHECK_HINT(numel_of(sh) == int64_t(values.size()), "pass as many values as the shape holds",
                   "tensor(): ", values.size(), " values do not fill shape ", shape_str(sh));
   Tensor t = make_tensor(sh, cpu::dtype_of<T>());

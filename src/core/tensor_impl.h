@@ -20,6 +20,7 @@ struct Storage {
   bool fake = false;
   uint64_t version = 0;  // bumped by every in-place write; autograd checks saved tensors with it
   void (*deleter)(void*) = nullptr;  // null: memory is borrowed (from_blob)
+  std::shared_ptr<void> owner;       // keeps borrowed memory alive (e.g. a file mapping)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   static std::shared_ptr<Storage> make_fake(Device device);

@@ -153,3 +153,19 @@ TEST(Autograd, InPlaceOnASavedOutputKeepsTheGradientRight) {
   EXPECT_NEAR(g[0], std::exp(0.5), 1e-12);
   EXPECT_NEAR(g[1], std::exp(1.0), 1e-12);
 }
+
+TEST(Autograd, SecondDerivativeThroughASavedOutput) {
+  // exp's formula uses its output: d2/dx2 exp(x) = exp(x) needs the output to stay connected.
+  Tensor x = tensor<double>({0.3, -0.7}).requires_grad_();
+  TensorList g = grad({exp(x).sum()}, {x}, {}, true, true);
+  TensorList g2 = grad({g[0].sum()}, {x});
+  std::vector<double> v = g2[0].to_vector<double>();
+  EXPECT_NEAR(v[0], std::exp(0.3), 1e-12);
+  EXPECT_NEAR(v[1], std::exp(-0.7), 1e-12);
+}
+
+TEST(Autograd, GradcheckHandlesZeroDimOutputs) {
+  Tensor x = test::grad_input({3});
+  EXPECT_TRUE(gradcheck([](const TensorList& in) { return TensorList{(in[0] * in[0]).sum()}; }, {x}));
+  EXPECT_EQ(tensor<double>({2.0}, Shape{}).dim(), 0);
+}
