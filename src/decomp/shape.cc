@@ -50,5 +50,17 @@ KILN_DECOMP(mT) {
   return {transpose(x, -2, -1)};
 }
 
+KILN_DECOMP(select) {
+  const Tensor& x = a.tensor(0);
+  KILN_CHECK(x.dim() > 0, "select: cannot select from a 0-d tensor");
+  const int64_t dim = ops::wrap_dim(a.i64(1), x.dim());
+  const SymInt n = x.sym_size(dim);
+  SymInt i = a.symint(2);
+  KILN_CHECK_HINT(i >= SymInt(0) - n && i < n, "valid indices are -size .. size-1", "select: index ", i.str(),
+                  " is out of range for dimension ", dim, " of size ", n.str());
+  if (i < 0) i = i + n;
+  return {squeeze(slice(x, dim, i, i + 1), std::vector<int64_t>{dim})};
+}
+
 }  // namespace
 }  // namespace kiln::decomp
