@@ -41,7 +41,9 @@ TEST(Indexing, GatherMatchesReference) {
 TEST(Indexing, GatherEdgeCases) {
   // 0-d input and index; empty index.
   Tensor s = scalar_tensor(3.5, kFloat64);
-  EXPECT_EQ(gather(s, 0, tensor<int64_t>({0}, {})).item<double>(), 3.5);
+  Tensor g0 = gather(s, 0, scalar_tensor(int64_t(0), kInt64));
+  EXPECT_EQ(g0.dim(), 0);
+  EXPECT_EQ(g0.item<double>(), 3.5);
   Tensor x = random_tensor({3, 4}, kFloat32);
   EXPECT_EQ(gather(x, 1, zeros({3, 0}, kInt64)).sizes(), (Shape{3, 0}));
   // Transposed index.
@@ -158,7 +160,7 @@ TEST(Indexing, ScatterEdgeCases) {
   Tensor x = random_tensor({3, 4}, kFloat32, &xv);
   expect_close(scatter_add(x, 0, zeros({0, 4}, kInt64), zeros({0, 4})), xv, 0, 0, "empty index");
   Tensor s = scalar_tensor(1.0, kFloat64);
-  EXPECT_EQ(scatter_add(s, 0, tensor<int64_t>({0}, {}), scalar_tensor(2.0, kFloat64)).item<double>(), 3.0);
+  EXPECT_EQ(scatter_add(s, 0, scalar_tensor(int64_t(0), kInt64), scalar_tensor(2.0, kFloat64)).item<double>(), 3.0);
   // NaN propagates through amax.
   Tensor nan_src = tensor<double>({std::nan(""), 1.0});
   Tensor r = scatter_reduce(zeros({2}, kFloat64), 0, tensor<int64_t>({0, 0}), nan_src, "amax");
@@ -241,7 +243,9 @@ TEST(Indexing, IndexSelectMatchesReference) {
   // 0-d index, empty index, 0-d input, strided index.
   std::vector<double> xv;
   Tensor x = random_tensor({3, 2}, kFloat64, &xv);
-  expect_close(index_select(x, 0, tensor<int64_t>({2}, {})), {xv[4], xv[5]}, 0, 0, "0-d index");
+  Tensor s0 = index_select(x, 0, scalar_tensor(int64_t(2), kInt64));
+  EXPECT_EQ(s0.sizes(), (Shape{1, 2}));  // as PyTorch: the dim stays, with size 1
+  expect_close(s0, {xv[4], xv[5]}, 0, 0, "0-d index");
   EXPECT_EQ(index_select(x, 1, zeros({0}, kInt64)).sizes(), (Shape{3, 0}));
   EXPECT_EQ(index_select(scalar_tensor(2.0), 0, tensor<int64_t>({0})).item<float>(), 2.0f);
   Tensor sidx = tensor<int64_t>({1, 9, 0, 9, 1, 9}).slice(0, 0, std::nullopt, 2);
@@ -454,6 +458,131 @@ TEST(Indexing, IndexPutAndIndexGradchecks) {
   expect_gradcheck([&](const TensorList& in) { return TensorList{index(in[0], ii)}; }, {x3}, "index non-adjacent");
   expect_gradcheck([&](const TensorList& in) { return TensorList{index(in[0], {Tensor(), tensor<int64_t>({3, 3})})}; },
                    {x3}, "index adjacent dups");
+}
+
+// ------------------------------------------------------------------------------ composites
+TEST(Indexing, IndexAddMatchesReference) {
+  const Shape xs = {4, 3, 5};
+  for (DType dt : {kFloat32, kFloat64, kInt64})
+    for (int64_t dim : {0, 1, -1}) {
+      const int64_t d = dim < 0 ? dim + 3 : dim;
+      std::vector<double> xv, sv;
+      Tensor x = random_tensor(xs, dt, &xv, kLayouts[size_t(d)]);
+      std::vector<int64_t> iv;
+      Tensor idx = random_index({6}, 0, xs[size_t(d)] - 1, &iv);  // duplicates accumulate
+      Shape ss = xs;
+      ss[size_t(d)] = 6;
+      Tensor src = random_tensor(ss, dt, &sv, "transposed");
+      const double alpha = dt == kInt64 ? 2 : 0.5;
+      Tensor out = index_add(x, dim, idx, src, alpha);
+      std::vector<double> ref = xv;
+      for (int64_t p = 0; p < numel(ss); ++p) {
+        auto c = unravel(p, ss);
+        c[size_t(d)] = iv[size_t(c[size_t(d)])];
+        ref[size_t(ravel(c, xs))] += alpha * sv[size_t(p)];
+      }
+      expect_close(out, ref, tolerance(dt) * 10, tolerance(dt) * 10, std::string("index_add ") + name(dt));
+    }
+  Tensor x = zeros({3, 2});
+  EXPECT_THROW(index_add(x, 0, tensor<int64_t>({3}), ones({1, 2})), Error);
+  EXPECT_THROW(index_add(x, 0, tensor<int64_t>({-1}), ones({1, 2})), Error);
+  EXPECT_THROW(index_add(x, 0, tensor<int64_t>({0, 1}), ones({1, 2})), Error);  // source shape
+  EXPECT_THROW(index_add(x, 0, tensor<int64_t>({0}), ones({1, 2}, kFloat64)), Error);  // dtype
+  Tensor g = grad_input({4, 3}), s = grad_input({3, 5});
+  Tensor idx = tensor<int64_t>({1, 1, 0, 2, 1});
+  expect_gradcheck([&](const TensorList& in) { return TensorList{index_add(in[0].transpose(0, 1), 1, idx, in[1], 1.5)}; },
+                   {g, s}, "index_add");
+}
+
+TEST(Indexing, MaskedSelectMatchesReference) {
+  for (DType dt : {kFloat32, kFloat64, kInt32})
+    for (const char* layout : kLayouts) {
+      std::vector<double> xv, mv;
+      Tensor x = random_tensor({3, 4}, dt, &xv, layout);
+      Tensor m = random_tensor({4}, kBool, &mv);  // broadcast over rows
+      std::vector<double> ref;
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j)
+          if (mv[size_t(j)] != 0) ref.push_back(xv[size_t(i * 4 + j)]);
+      Tensor out = masked_select(x, m);
+      EXPECT_EQ(out.dim(), 1);
+      expect_close(out, ref, 0, 0, std::string("masked_select ") + layout);
+      // The mask can broadcast the input too.
+      Tensor row = random_tensor({1, 4}, dt, &xv);
+      Tensor mm = random_tensor({3, 4}, kBool, &mv, "transposed");
+      ref.clear();
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j)
+          if (mv[size_t(i * 4 + j)] != 0) ref.push_back(xv[size_t(j)]);
+      expect_close(masked_select(row, mm), ref, 0, 0, "masked_select broadcast input");
+    }
+  EXPECT_EQ(masked_select(scalar_tensor(2.0), scalar_tensor(true)).sizes(), (Shape{1}));
+  EXPECT_THROW(masked_select(zeros({3}), ones({3})), Error);
+  EXPECT_THROW(masked_select(zeros({3}), zeros({2}, kBool)), Error);
+  Tensor g = grad_input({3, 4});
+  Tensor mask = gt(random_tensor({3, 4}, kFloat64), scalar_tensor(0.0, kFloat64));
+  expect_gradcheck([&](const TensorList& in) { return TensorList{masked_select(in[0].transpose(0, 1), mask.transpose(0, 1))}; },
+                   {g}, "masked_select");
+}
+
+TEST(Indexing, TakeAlongDim) {
+  std::vector<double> xv;
+  const Shape xs = {3, 4};
+  Tensor x = random_tensor(xs, kFloat64, &xv, "transposed");
+  // No dim: indices into the flattened input.
+  std::vector<int64_t> iv;
+  Tensor idx = random_index({2, 3}, 0, 11, &iv);
+  Tensor out = take_along_dim(x, idx);
+  std::vector<double> ref;
+  for (int64_t i : iv) ref.push_back(xv[size_t(i)]);
+  EXPECT_EQ(out.sizes(), (Shape{6}));
+  expect_close(out, ref, 0, 0, "take_along_dim flat");
+  // With dim, indices broadcasting against the input's other dims.
+  Tensor ib = random_index({1, 5}, 0, 3, &iv);
+  out = take_along_dim(x, ib, 1);
+  ASSERT_EQ(out.sizes(), (Shape{3, 5}));
+  ref.clear();
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t j = 0; j < 5; ++j) ref.push_back(xv[size_t(i * 4 + iv[size_t(j)])]);
+  expect_close(out, ref, 0, 0, "take_along_dim broadcast");
+  Tensor ic = random_index({2, 1}, 0, 2, &iv);
+  out = take_along_dim(x, ic, -2);
+  ASSERT_EQ(out.sizes(), (Shape{2, 4}));
+  ref.clear();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 4; ++j) ref.push_back(xv[size_t(iv[size_t(i)] * 4 + j)]);
+  expect_close(out, ref, 0, 0, "take_along_dim dim -2");
+  EXPECT_THROW(take_along_dim(x, tensor<int64_t>({0}), 0), Error);      // rank mismatch
+  EXPECT_THROW(take_along_dim(x, zeros({1, 1}, kInt32), 0), Error);     // dtype
+  EXPECT_THROW(take_along_dim(x, tensor<int64_t>({4}, {1, 1}), 1), Error);
+  Tensor g = grad_input({3, 4});
+  Tensor gi = tensor<int64_t>({0, 3, 3, 1, 2, 0}, {3, 2});
+  expect_gradcheck([&](const TensorList& in) { return TensorList{take_along_dim(in[0], gi, 1)}; }, {g}, "take_along_dim");
+}
+
+TEST(Indexing, AdvancedIndexingMore) {
+  // A mask over leading dims followed by a full slice; int32 indices; 0-d index tensors.
+  std::vector<double> xv;
+  Tensor x = random_tensor({2, 3, 4}, kFloat32, &xv, "strided");
+  Tensor m = tensor<bool>(std::vector<bool>{true, false, true, false, false, true}, {2, 3});
+  Tensor out = index(x, {m});
+  ASSERT_EQ(out.sizes(), (Shape{3, 4}));
+  std::vector<double> ref;
+  for (int64_t r : {0, 2, 5})
+    for (int64_t j = 0; j < 4; ++j) ref.push_back(xv[size_t(r * 4 + j)]);
+  expect_close(out, ref, 0, 0, "2-d mask");
+  out = index(x, {Tensor(), tensor<int32_t>({2, 0})});
+  ASSERT_EQ(out.sizes(), (Shape{2, 2, 4}));
+  ref.clear();
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t r : {2, 0})
+      for (int64_t j = 0; j < 4; ++j) ref.push_back(xv[size_t(i * 12 + r * 4 + j)]);
+  expect_close(out, ref, 0, 0, "int32 index");
+  out = index(x, {scalar_tensor(int64_t(1), kInt64), Tensor(), scalar_tensor(int64_t(-1), kInt64)});
+  ASSERT_EQ(out.sizes(), (Shape{3}));
+  expect_close(out, {xv[15], xv[19], xv[23]}, 0, 0, "0-d indices, non-adjacent");
+  Tensor g = grad_input({2, 3, 4});
+  expect_gradcheck([&](const TensorList& in) { return TensorList{index(in[0], {m})}; }, {g}, "index mask");
 }
 
 }  // namespace
