@@ -585,4 +585,39 @@ TEST(Indexing, AdvancedIndexingMore) {
   expect_gradcheck([&](const TensorList& in) { return TensorList{index(in[0], {m})}; }, {g}, "index mask");
 }
 
+// Sizes above the kernels' parallel threshold: the threaded paths must keep duplicate
+// reductions exact.
+TEST(Indexing, LargeParallelPaths) {
+  const Shape xs = {50, 400};
+  std::vector<double> xv, sv;
+  Tensor x = random_tensor(xs, kFloat64, &xv);
+  for (int64_t d : {0, 1}) {
+    Shape is = d == 0 ? Shape{120, 400} : Shape{50, 900};
+    std::vector<int64_t> iv;
+    Tensor idx = random_index(is, 0, xs[size_t(d)] - 1, &iv);
+    Tensor src = random_tensor(is, kFloat64, &sv);
+    std::vector<double> ref = scatter_ref(xv, xs, d, iv, is, sv, is, "sum", true, false);
+    expect_close(scatter_add(x, d, idx, src), ref, 1e-12, 1e-12, "large scatter_add");
+    ref = scatter_ref(xv, xs, d, iv, is, sv, is, "amax", false, false);
+    expect_close(scatter_reduce(x, d, idx, src, "amax", false), ref, 0, 0, "large scatter_reduce amax");
+    Tensor g = gather(x, d, idx);
+    std::vector<double> gref(iv.size());
+    for (size_t p = 0; p < iv.size(); ++p) {
+      auto c = unravel(int64_t(p), is);
+      c[size_t(d)] = iv[p];
+      gref[p] = xv[size_t(ravel(c, xs))];
+    }
+    expect_close(g, gref, 0, 0, "large gather");
+  }
+  // index_put accumulate: many duplicate rows, long rows split across threads.
+  std::vector<int64_t> rv;
+  Tensor rows = random_index({300}, 0, 49, &rv);
+  Tensor vals = random_tensor({300, 400}, kFloat64, &sv);
+  std::vector<double> ref = xv;
+  for (size_t i = 0; i < rv.size(); ++i)
+    for (size_t j = 0; j < 400; ++j) ref[size_t(rv[i]) * 400 + j] += sv[i * 400 + j];
+  expect_close(index_put(x, {rows}, vals, true), ref, 1e-12, 1e-12, "large index_put accumulate");
+  EXPECT_THROW(gather(x, 1, random_index({50, 900}, 0, 400)), Error);  // one bad index among many
+}
+
 }  // namespace

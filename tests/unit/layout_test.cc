@@ -1,4 +1,5 @@
 // The copying layout prims: cat, constant_pad, flip, against float64 loop references.
+#include "core/tensor_impl.h"
 #include "ref_util.h"
 
 using namespace kiln;
@@ -153,6 +154,35 @@ TEST(Layout, FlipErrorsAndGrad) {
   expect_gradcheck([](const TensorList& in) { return TensorList{flip(in[0], {0, 1})}; }, {g}, "flip");
   expect_gradcheck([](const TensorList& in) { return TensorList{flip(in[0].transpose(0, 1), {1})}; }, {g},
                    "flip transposed");
+}
+
+}  // namespace
+
+// The metas compute shapes without touching data: fake (traced) inputs give fake outputs.
+namespace {
+
+Tensor fake_of(const Shape& s, DType dt = kFloat32) {
+  TensorSpec spec;
+  for (int64_t v : s) spec.sizes.push_back(SymInt(v));
+  spec.dtype = dt;
+  return make_fake(spec);
+}
+
+TEST(Layout, MetasOnFakeTensors) {
+  Tensor x = fake_of({3, 4}), i = fake_of({2, 4}, kInt64), v = fake_of({4}, kInt64);
+  EXPECT_EQ(cat({x, fake_of({2, 4}, kFloat64)}).sizes(), (Shape{5, 4}));
+  EXPECT_EQ(cat({x, fake_of({2, 4}, kFloat64)}).dtype(), kFloat64);
+  EXPECT_EQ(constant_pad(x, {1, -2}, 0).sizes(), (Shape{3, 3}));
+  EXPECT_EQ(flip(x, {0}).sizes(), (Shape{3, 4}));
+  EXPECT_EQ(gather(x, 0, i).sizes(), (Shape{2, 4}));
+  EXPECT_EQ(scatter_add(x, 0, i, fake_of({2, 4})).sizes(), (Shape{3, 4}));
+  EXPECT_EQ(index_select(x, 1, v).sizes(), (Shape{3, 4}));
+  EXPECT_EQ(index_put(x, {Tensor(), v}, fake_of({3, 4})).sizes(), (Shape{3, 4}));
+  EXPECT_EQ(index(x, {fake_of({5}, kInt64)}).sizes(), (Shape{5, 4}));
+  EXPECT_EQ(kiln::pad(x, {1, 1}, "reflect").sizes(), (Shape{3, 6}));
+  EXPECT_TRUE(gather(x, 0, i).is_fake());
+  EXPECT_THROW(gather(x, 0, fake_of({2, 5}, kInt64)), Error);
+  EXPECT_THROW(index(x, {fake_of({3, 4}, kBool)}), Error);  // boolean masks are data-dependent
 }
 
 }  // namespace

@@ -59,6 +59,43 @@ Tensor fresh_copy(const Tensor& x, const TensorSpec& spec) {
   return out;
 }
 
+// A shape walked as rows along its last dim: the element offset of each row's start per
+// operand, and each operand's stride along the row.
+struct Rows {
+  int64_t nrows = 0, len = 0;
+  std::vector<std::vector<int64_t>> base;
+  std::vector<int64_t> step;
+};
+
+Rows make_rows(const Shape& shape, const std::vector<Shape>& strides) {
+  Rows r;
+  r.len = shape.back();
+  const Shape outer(shape.begin(), shape.end() - 1);
+  r.nrows = numel_of(outer);
+  for (const Shape& st : strides) {
+    r.base.push_back(all_offsets(outer, Shape(st.begin(), st.end() - 1)));
+    r.step.push_back(st.back());
+  }
+  return r;
+}
+
+// Checks every value of an int64 index walked as operand k of `rows` lies in [0, size).
+void check_rows(const Rows& rows, size_t k, const int64_t* ip, int64_t size, const char* what) {
+  bool bad = false;
+#pragma omp parallel for reduction(|| : bad) if (rows.nrows * rows.len > kGrain)
+  for (int64_t r = 0; r < rows.nrows; ++r) {
+    const int64_t* p = ip + rows.base[k][size_t(r)];
+    for (int64_t j = 0; j < rows.len; ++j) bad = bad || p[j * rows.step[k]] < 0 || p[j * rows.step[k]] >= size;
+  }
+  if (!bad) return;
+  for (int64_t r = 0; r < rows.nrows; ++r)  // find the culprit for the message
+    for (int64_t j = 0; j < rows.len; ++j) {
+      const int64_t v = ip[rows.base[k][size_t(r)] + j * rows.step[k]];
+      KILN_CHECK_HINT(v >= 0 && v < size, "indices must be in [0, " + std::to_string(size) + ")", what, ": index ", v,
+                      " is out of bounds for dimension of size ", size);
+    }
+}
+
 // ------------------------------------------------------------------------------ gather
 KILN_KERNEL(gather) {
   const Tensor& self = a.tensor(0);
@@ -66,18 +103,23 @@ KILN_KERNEL(gather) {
   Tensor out = make_tensor(specs[0]);
   if (out.numel() == 0) return {out};
   const int64_t dim = ops::wrap_dim(a.i64(1), self.dim());
-  const Shape ssz = nonempty_sizes(self);
   Shape sst = nonempty_strides(self);
   const int64_t dstride = sst[size_t(dim)];
-  std::vector<int64_t> idx = checked_indices(index, ssz[size_t(dim)], false, "gather");
-  sst[size_t(dim)] = 0;
-  std::vector<int64_t> base = all_offsets(nonempty_sizes(index), sst);
+  sst[size_t(dim)] = 0;  // the index supplies the position along dim
+  const Shape isz = nonempty_sizes(index);
+  const Rows rows = make_rows(isz, {nonempty_strides(index), sst, contiguous_strides(isz)});
+  const int64_t* ip = index.data<int64_t>();
+  check_rows(rows, 0, ip, nonempty_sizes(self)[size_t(dim)], "gather");
   visit_all(self.dtype(), [&]<class T>(type_tag<T>) {
     const T* in = self.data<T>();
     T* o = out.data<T>();
-    const int64_t n = out.numel();
-#pragma omp parallel for if (n > kGrain)
-    for (int64_t p = 0; p < n; ++p) o[p] = in[base[size_t(p)] + idx[size_t(p)] * dstride];
+#pragma omp parallel for if (out.numel() > kGrain)
+    for (int64_t r = 0; r < rows.nrows; ++r) {
+      const int64_t* pi = ip + rows.base[0][size_t(r)];
+      const T* ps = in + rows.base[1][size_t(r)];
+      T* po = o + rows.base[2][size_t(r)];
+      for (int64_t j = 0; j < rows.len; ++j) po[j] = ps[j * rows.step[1] + pi[j * rows.step[0]] * dstride];
+    }
   });
   return {out};
 }
@@ -146,22 +188,25 @@ std::vector<Tensor> scatter_kernel(const Args& a, const std::vector<TensorSpec>&
   const Shape isz = nonempty_sizes(index);
   Shape ost = nonempty_strides(out);
   const int64_t dstride = ost[size_t(dim)];
-  std::vector<int64_t> idx = checked_indices(index, nonempty_sizes(self)[size_t(dim)], false, ops::op_info(a.op).name);
   ost[size_t(dim)] = 0;
-  std::vector<int64_t> obase = all_offsets(isz, ost);
-  std::vector<int64_t> soff = all_offsets(isz, nonempty_strides(src));
-  // Positions that differ only along `dim` may hit the same output element: each thread owns
-  // whole lines along `dim` (disjoint outputs), and walks a line in order (deterministic).
-  int64_t inner = 1;
-  for (size_t d = size_t(dim) + 1; d < isz.size(); ++d) inner *= isz[d];
-  const int64_t len = isz[size_t(dim)], lines = index.numel() / len;
+  const Rows rows = make_rows(isz, {nonempty_strides(index), ost, nonempty_strides(src)});
+  const int64_t* ip = index.data<int64_t>();
+  check_rows(rows, 0, ip, nonempty_sizes(self)[size_t(dim)], ops::op_info(a.op).name);
+  // Positions that differ only along `dim` may hit the same output element. Each thread owns
+  // outputs no other thread touches (whole rows when dim is the row dim, else a range of
+  // columns) and walks its positions in order: duplicates reduce deterministically.
+  const bool dim_is_row = dim == int64_t(isz.size()) - 1;
+  const int threads = index.numel() > kGrain ? omp_get_max_threads() : 1;
   auto for_each = [&](auto&& f) {
-#pragma omp parallel for if (index.numel() > kGrain)
-    for (int64_t o = 0; o < lines; ++o) {
-      const int64_t hi = o / inner, lo = o % inner;
-      for (int64_t j = 0; j < len; ++j) {
-        const size_t p = size_t((hi * len + j) * inner + lo);
-        f(obase[p] + idx[p] * dstride, soff[p]);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t r0 = dim_is_row ? rows.nrows * t / nt : 0, r1 = dim_is_row ? rows.nrows * (t + 1) / nt : rows.nrows;
+      const int64_t j0 = dim_is_row ? 0 : rows.len * t / nt, j1 = dim_is_row ? rows.len : rows.len * (t + 1) / nt;
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t* pi = ip + rows.base[0][size_t(r)];
+        const int64_t ob = rows.base[1][size_t(r)], sb = rows.base[2][size_t(r)];
+        for (int64_t j = j0; j < j1; ++j) f(ob + j * rows.step[1] + pi[j * rows.step[0]] * dstride, sb + j * rows.step[2]);
       }
     }
   };
