@@ -1,10 +1,7 @@
 // Derivative formulas of cat, constant_pad and flip.
 #include "autograd/derivatives/common.h"
+#include "ops/meta/layout.h"
 #include "ops/meta/meta_util.h"
-
-namespace kiln::ops {
-bool cat_skips(const Tensor& t);
-}
 
 namespace kiln::autograd {
 namespace {

@@ -3,11 +3,8 @@
 
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
+#include "ops/meta/layout.h"
 #include "ops/meta/meta_util.h"
-
-namespace kiln::ops {
-bool cat_skips(const Tensor& t);
-}
 
 namespace kiln::cpu {
 namespace {

@@ -2,11 +2,11 @@
 #include <kiln/ops.h>
 
 #include "ops/dispatch.h"
+#include "ops/meta/layout.h"
 #include "ops/meta/meta_util.h"
 
 namespace kiln::ops {
 
-// PyTorch skips 1-d tensors of size 0 in cat whatever the other inputs' shapes (legacy behaviour).
 bool cat_skips(const Tensor& t) { return t.dim() == 1 && t.sym_size(0) == 0; }
 
 namespace {
