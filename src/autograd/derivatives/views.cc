@@ -5,6 +5,8 @@
 namespace kiln::autograd {
 namespace {
 
+Tensor num_i(int64_t v) { return ops::scalar_to_tensor(Scalar(v)); }
+
 KILN_DERIVATIVE(view) { return {reshape(g.grads[0], g.inputs[0].sym_sizes())}; }
 
 KILN_DERIVATIVE(expand) { return {sum_to(g.grads[0], g.inputs[0].sym_sizes())}; }
@@ -37,36 +39,74 @@ KILN_DERIVATIVE(permute) {
 KILN_DERIVATIVE(squeeze) { return {reshape(g.grads[0], g.inputs[0].sym_sizes())}; }
 KILN_DERIVATIVE(unsqueeze) { return {reshape(g.grads[0], g.inputs[0].sym_sizes())}; }
 
-// Views that pick a subset: scatter the gradient into zeros through the same view.
-Tensor through_same_view(const ops::GradCtx& g) {
+// slice: zero padding where step is 1, otherwise an index_put of the picked positions.
+KILN_DERIVATIVE(slice) {
   const Tensor& x = g.inputs[0];
-  Tensor z = zeros(x.sym_sizes(), g.grads[0].dtype(), x.device());
-  ops::Args args = g.args;
-  args.v[0] = z;
-  Tensor v = ops::call_backend(args)[0];  // the same view of the zeros
-  copy_(v, g.grads[0]);
-  return z;
+  const Tensor& d = g.grads[0];
+  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  const SymInt n = x.sym_size(dim), len = d.sym_size(dim), step = g.args.symint(4);
+  SymInt start = 0;
+  if (auto s = g.args.opt_symint(2)) {  // the meta's clamping of the start
+    start = *s < 0 ? *s + n : *s;
+    start = max(min(start, n), SymInt(0));
+  }
+  if (step == 1) {
+    SymShape pad;
+    for (int64_t i = x.dim() - 1; i > dim; --i) pad.insert(pad.end(), {SymInt(0), SymInt(0)});
+    pad.insert(pad.end(), {start, n - start - len});
+    return {constant_pad(d, pad, 0)};
+  }
+  TensorList idx(static_cast<size_t>(dim));
+  idx.push_back(arange(start.value(), (start + step * len).value(), step.value(), kInt64));
+  return {index_put(zeros(x.sym_sizes(), d.dtype(), x.device()), idx, d, false)};
 }
-KILN_DERIVATIVE(slice) { return {through_same_view(g)}; }
-KILN_DERIVATIVE(diagonal) { return {through_same_view(g)}; }
 
-KILN_DERIVATIVE(as_strided) {
-  // Overlapping views sum their gradients: accumulate element by element through index_put on
-  // the flattened storage range the view covers.
+// diagonal: an index_put of the diagonal positions (the diagonal dim moved to where advanced
+// indexing puts it).
+KILN_DERIVATIVE(diagonal) {
   const Tensor& x = g.inputs[0];
-  KILN_CHECK(x.is_contiguous() && x.storage_offset() == 0, "as_strided backward is implemented for a contiguous input",
-             " at storage offset 0");
-  const SymShape& sizes = g.args.symints(1);
-  const SymShape& strides = g.args.symints(2);
-  const int64_t off = g.args.opt_symint(3).value_or(SymInt(0)).value();
-  Tensor idx = full({}, off, kInt64);
+  const Tensor& d = g.grads[0];
+  const int64_t off = g.args.i64(1);
+  const int64_t d1 = ops::wrap_dim(g.args.i64(2), x.dim()), d2 = ops::wrap_dim(g.args.i64(3), x.dim());
+  const int64_t len = d.size(-1);
+  Tensor r = arange(0, len, 1, kInt64);
+  TensorList idx(static_cast<size_t>(std::max(d1, d2) + 1));
+  idx[size_t(d1)] = off < 0 ? add(r, num_i(-off)) : r;
+  idx[size_t(d2)] = off > 0 ? add(r, num_i(off)) : r;
+  const int64_t at = std::abs(d1 - d2) == 1 ? std::min(d1, d2) : 0;
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < d.dim() - 1; ++i) perm.push_back(i);
+  perm.insert(perm.begin() + at, d.dim() - 1);
+  return {index_put(zeros(x.sym_sizes(), d.dtype(), x.device()), idx, permute(d, perm), false)};
+}
+
+// Storage position of every element of a (sizes, strides, offset) layout, as an int64 tensor.
+Tensor storage_positions(const SymShape& sizes, const SymShape& strides, int64_t offset) {
+  Tensor idx = full({}, offset, kInt64);
   for (size_t i = 0; i < sizes.size(); ++i) {
     Tensor r = mul(arange(0, sizes[i].value(), 1, kInt64), scalar_tensor(strides[i].value(), kInt64));
     idx = add(unsqueeze(idx, -1), r);
   }
-  Tensor flat = zeros({x.numel()}, g.grads[0].dtype());
-  flat = index_put(flat, {reshape(idx, {-1})}, reshape(g.grads[0], {-1}), true);
-  return {reshape(flat, x.sym_sizes())};
+  return idx;
+}
+
+KILN_DERIVATIVE(as_strided) {
+  // Accumulate the gradient over the storage the view addresses (overlapping views sum), then
+  // read back the input's own storage positions.
+  const Tensor& x = g.inputs[0];
+  const Tensor& d = g.grads[0];
+  for (int64_t i = 0; i < x.dim(); ++i)
+    KILN_CHECK(x.stride(i) != 0 || x.size(i) <= 1, "as_strided backward: the input must not overlap itself");
+  const SymShape& sizes = g.args.symints(1);
+  const SymShape& strides = g.args.symints(2);
+  const int64_t off = g.args.opt_symint(3).value_or(x.sym_storage_offset()).value();
+  Tensor out_pos = reshape(storage_positions(sizes, strides, off), {-1});
+  Tensor in_pos = storage_positions(x.sym_sizes(), x.sym_strides(), x.storage_offset());
+  int64_t extent = 1;
+  if (out_pos.numel() > 0) extent = std::max(extent, amax(out_pos).item<int64_t>() + 1);
+  if (in_pos.numel() > 0) extent = std::max(extent, amax(in_pos).item<int64_t>() + 1);
+  Tensor buf = index_put(zeros({extent}, d.dtype(), x.device()), {out_pos}, reshape(d, {-1}), true);
+  return {reshape(index(buf, {reshape(in_pos, {-1})}), x.sym_sizes())};
 }
 
 }  // namespace

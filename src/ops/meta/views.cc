@@ -84,6 +84,7 @@ KILN_META(broadcast_in_dim) {
   const std::vector<int64_t>& bdims = a.ints(2);
   KILN_CHECK(int64_t(bdims.size()) == x.dim(), "broadcast_in_dim: ", bdims.size(), " broadcast dimensions for a ",
              x.dim(), "-d input");
+  for (const SymInt& s : shape) KILN_CHECK(s >= 0, "broadcast_in_dim: negative size in shape ", shape_str(shape));
   SymShape strides(shape.size(), SymInt(0));
   const SymShape xs = x.sym_sizes(), xst = x.sym_strides();
   int64_t prev = -1;
@@ -116,6 +117,7 @@ KILN_META(expand) {
     }
     const SymInt& in = xs[i - lead];
     SymInt want = req[i] == -1 ? in : req[i];
+    KILN_CHECK(want >= 0, "expand: invalid size ", req[i].str(), " for dimension ", i, " (only -1 keeps a size)");
     KILN_CHECK_HINT(in == want || in == 1, "only dims of size 1 can be expanded",
                     "expand: the size of dimension ", i, " (", in.str(), ") must match the target ", want.str());
     sizes[i] = want;

@@ -1,0 +1,31 @@
+// Meta functions of the data-dependent prims (nonzero, unique): their output shapes depend on
+// the values, so they cannot run on fake tensors (tracing breaks the graph there). For real
+// tensors the meta only gives dtypes and device; the kernel decides the sizes.
+#include "ops/dispatch.h"
+#include "ops/meta/meta_util.h"
+
+namespace kiln::ops {
+namespace {
+
+void check_not_fake(const Tensor& x, const char* what) {
+  KILN_CHECK_HINT(!x.is_fake(), "compute it eagerly outside the traced region, or use a fixed-size alternative",
+                  what, " has a data-dependent output shape and cannot run on fake (traced) tensors");
+}
+
+KILN_META(nonzero) {
+  const Tensor& x = a.tensor(0);
+  check_not_fake(x, "nonzero");
+  return {spec_like(x, SymShape{SymInt(0), SymInt(x.dim())}, kInt64)};
+}
+
+KILN_META(unique) {
+  const Tensor& x = a.tensor(0);
+  check_not_fake(x, "unique");
+  KILN_CHECK_HINT(a.is_none(4), "flatten the tensor or call unique without dim",
+                  "unique: the dim argument is not supported yet");
+  return {spec_like(x, SymShape{SymInt(0)}, x.dtype()), spec_like(x, SymShape{SymInt(0)}, kInt64),
+          spec_like(x, SymShape{SymInt(0)}, kInt64)};
+}
+
+}  // namespace
+}  // namespace kiln::ops
