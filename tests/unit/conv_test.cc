@@ -21,6 +21,7 @@ const std::vector<ConvCase> kCases = {
     {{1, 4, 4, 5}, {4, 3, 3, 2}, {2, 1}, {1, 0}, {1, 2}, 2, true, {1, 0}},
     {{1, 2, 3, 3, 2}, {2, 2, 2, 2, 2}, {2, 1, 2}, {0, 1, 0}, {1, 1, 1}, 1, true, {1, 0, 0}},
     {{2, 2, 6}, {2, 2, 3}, {3}, {2}, {2}, 1, true, {2}},  // output_padding < dilation
+    {{2, 2, 26, 25}, {3, 2, 3, 3}, {1, 1}, {1, 0}, {1, 1}},  // many output positions: one gemm per image
 };
 
 TEST(Convolution, MatchesDirectLoops) {

@@ -13,6 +13,10 @@ namespace {
 // The map between an image (C channels of spatial size `image`) and a column matrix
 // [C * prod(kernel), prod(grid)]: column row (c, k), position o reads image index
 // o * stride - pad + k * dilation in every spatial dim (zero outside the image).
+constexpr int64_t kMaxDims = 8;
+constexpr int64_t kSmallGrid = 512;              // output positions below which images share a gemm
+constexpr int64_t kColsBudget = int64_t(1) << 24;  // elements of such a shared column buffer
+
 struct Geometry {
   Shape image, grid, kernel;
   std::vector<int64_t> stride, pad, dil;
@@ -25,7 +29,7 @@ struct Geometry {
 template <class F>
 void for_each_row(const Geometry& g, int64_t kidx, F&& f) {
   const size_t nd = g.image.size(), last = nd - 1;
-  std::vector<int64_t> k(nd);
+  int64_t k[kMaxDims];  // no heap allocation: this runs once per column row
   for (size_t d = nd; d-- > 0;) {
     k[d] = kidx % g.kernel[d];
     kidx /= g.kernel[d];
@@ -50,13 +54,15 @@ void for_each_row(const Geometry& g, int64_t kidx, F&& f) {
   }
 }
 
+// im2col/col2im and the bias run on one thread: they take a few percent of the time, and an
+// OpenMP region between gemm calls leaves its workers spinning against OpenBLAS's own threads
+// (measured: 3x slower convolutions on 2 cores).
 template <class T>
-void im2col(const Geometry& g, int64_t channels, const T* src, T* dst) {
+void im2col(const Geometry& g, int64_t channels, const T* src, T* dst, int64_t ld) {  // ld: dst row stride
   const int64_t w = g.grid.back(), s = g.stride.back();
-#pragma omp parallel for if (channels * g.kernel_n * g.grid_n > 32768) schedule(static)
   for (int64_t r = 0; r < channels * g.kernel_n; ++r) {
     const T* img = src + (r / g.kernel_n) * g.image_n;
-    T* row = dst + r * g.grid_n;
+    T* row = dst + r * ld;
     for_each_row(g, r % g.kernel_n, [&](int64_t t, int64_t off, int64_t lo, int64_t hi, int64_t base) {
       T* out = row + t * w;
       if (off < 0) lo = hi = w;
@@ -72,7 +78,6 @@ void im2col(const Geometry& g, int64_t channels, const T* src, T* dst) {
 template <class T>
 void col2im(const Geometry& g, int64_t channels, const T* src, T* dst) {
   const int64_t w = g.grid.back(), s = g.stride.back();
-#pragma omp parallel for if (channels * g.kernel_n * g.grid_n > 32768) schedule(static)
   for (int64_t c = 0; c < channels; ++c) {
     T* img = dst + c * g.image_n;
     for (int64_t kk = 0; kk < g.kernel_n; ++kk) {
@@ -87,19 +92,63 @@ void col2im(const Geometry& g, int64_t channels, const T* src, T* dst) {
   }
 }
 
+// C [m, n] = op(A) op(B), row-major; ldb/ldc default to n.
 template <class T>
-void gemm(bool ta, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c) {
-  const auto tra = ta ? CblasTrans : CblasNoTrans;
+void gemm(bool ta, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, T* c, bool tb = false,
+          int64_t ldb = 0) {
+  const auto tra = ta ? CblasTrans : CblasNoTrans, trb = tb ? CblasTrans : CblasNoTrans;
+  const int ib = int(ldb ? ldb : n);
   if constexpr (std::is_same_v<T, float>)
-    cblas_sgemm(CblasRowMajor, tra, CblasNoTrans, int(m), int(n), int(k), 1.0f, a, int(lda), b, int(n), 0.0f, c, int(n));
+    cblas_sgemm(CblasRowMajor, tra, trb, int(m), int(n), int(k), 1.0f, a, int(lda), b, ib, 0.0f, c, int(n));
   else
-    cblas_dgemm(CblasRowMajor, tra, CblasNoTrans, int(m), int(n), int(k), 1.0, a, int(lda), b, int(n), 0.0, c, int(n));
+    cblas_dgemm(CblasRowMajor, tra, trb, int(m), int(n), int(k), 1.0, a, int(lda), b, ib, 0.0, c, int(n));
+}
+
+// The transposed column matrix, for few output positions and large kernels (the weight
+// gradient): row q holds all (c, k) values of output position q, written in runs along the
+// kernel's innermost dim.
+template <class T>
+void im2row(const Geometry& g, int64_t channels, const T* src, T* dst) {
+  const size_t nd = g.image.size(), last = nd - 1;
+  const int64_t row_len = channels * g.kernel_n, kl = g.kernel[last], outer_k = g.kernel_n / kl;
+  const int64_t len = g.image[last], dl = g.dil[last];
+  int64_t o[kMaxDims], k[kMaxDims];
+  for (int64_t q = 0; q < g.grid_n; ++q) {
+    int64_t rem = q;
+    for (size_t d = nd; d-- > 0;) o[d] = rem % g.grid[d], rem /= g.grid[d];
+    const int64_t base = o[last] * g.stride[last] - g.pad[last];  // image index of kernel offset 0
+    const int64_t lo = base >= 0 ? 0 : std::min(kl, (-base + dl - 1) / dl);
+    const int64_t hi = std::max(lo, std::min(kl, len - base <= 0 ? 0 : (len - base + dl - 1) / dl));
+    T* row = dst + q * row_len;
+    for (int64_t ko = 0; ko < outer_k; ++ko) {
+      rem = ko;
+      for (size_t d = last; d-- > 0;) k[d] = rem % g.kernel[d], rem /= g.kernel[d];
+      int64_t off = 0, mult = len;
+      for (size_t d = last; d-- > 0 && off >= 0;) {
+        const int64_t i = o[d] * g.stride[d] - g.pad[d] + k[d] * g.dil[d];
+        off = (i < 0 || i >= g.image[d]) ? -1 : off + i * mult;
+        mult *= g.image[d];
+      }
+      for (int64_t c = 0; c < channels; ++c) {
+        T* out = row + c * g.kernel_n + ko * kl;
+        if (off < 0) {
+          std::fill(out, out + kl, T(0));
+          continue;
+        }
+        const T* in = src + c * g.image_n + off + base;
+        std::fill(out, out + lo, T(0));
+        for (int64_t j = lo; j < hi; ++j) out[j] = in[j * dl];
+        std::fill(out + hi, out + kl, T(0));
+      }
+    }
+  }
 }
 
 template <class T>
 void conv_impl(const Tensor& x, const Tensor& w, const Tensor& bias, const ops::ConvParams& p, const Tensor& out) {
   const int64_t n = x.size(0), cin = x.size(1), cout = out.size(1), groups = p.groups;
   const int64_t cig = cin / groups, cog = cout / groups;
+  KILN_CHECK(p.nd <= kMaxDims, "convolution: at most ", kMaxDims, " spatial dims are supported, got ", p.nd);
   Geometry g;
   g.stride = p.stride;
   g.pad = p.padding;
@@ -121,29 +170,54 @@ void conv_impl(const Tensor& x, const Tensor& w, const Tensor& bias, const ops::
   const int64_t in_n = x.numel() / std::max<int64_t>(n, 1), out_n = out.numel() / std::max<int64_t>(n, 1);
   bool direct = !p.transposed;  // a 1x1 kernel without stride or padding reads the input as is
   for (int64_t d = 0; d < p.nd && direct; ++d) direct = g.kernel[size_t(d)] == 1 && p.stride[size_t(d)] == 1 && p.padding[size_t(d)] == 0;
-  std::vector<T> cols(direct ? 0 : size_t((p.transposed ? cog : cig) * g.kernel_n * g.grid_n));
-  if (cig == 0) std::fill(op, op + out.numel(), T(0));  // nothing to sum over (gemm needs k >= 1)
-  for (int64_t b = 0; b < n && cig > 0; ++b) {
+  // A tensor, not a vector: the allocator recycles it instead of page-faulting a fresh block.
+  Tensor colbuf = make_tensor({direct ? 0 : (p.transposed ? cog : cig) * g.kernel_n * g.grid_n}, dtype_of<T>());
+  T* cols = colbuf.numel() ? colbuf.data<T>() : nullptr;
+  if (cig == 0) std::fill(op, op + out.numel(), T(0));
+  int64_t n_done = 0;  // nothing to sum over (gemm needs k >= 1)
+  if (!p.transposed && !direct && n > 1 && g.grid_n < kSmallGrid && cig > 0) {
+    // Few output positions (e.g. the weight gradient, whose "kernel" is the whole image): a
+    // gemm per image would be too skinny, so the columns of several images share one gemm.
+    const int64_t per_image = cig * g.kernel_n * g.grid_n;
+    const int64_t chunk = std::max<int64_t>(1, std::min({n, kSmallGrid / g.grid_n, kColsBudget / per_image}));
+    Tensor wide = make_tensor({per_image * chunk + cog * g.grid_n * chunk}, dtype_of<T>());
+    T* wcols = wide.data<T>();
+    T* tmp = wcols + per_image * chunk;
+    for (int64_t b0 = 0; b0 < n; b0 += chunk) {
+      const int64_t nb = std::min(chunk, n - b0), cols_w = nb * g.grid_n;
+      for (int64_t gi = 0; gi < groups; ++gi) {
+        for (int64_t bi = 0; bi < nb; ++bi)
+          im2row<T>(g, cig, xp + (b0 + bi) * in_n + gi * cig * g.image_n, wcols + bi * per_image);
+        gemm<T>(false, cog, cols_w, cig * g.kernel_n, wp + gi * cog * cig * g.kernel_n, cig * g.kernel_n, wcols, tmp,
+                true, cig * g.kernel_n);
+        for (int64_t bi = 0; bi < nb; ++bi)
+          for (int64_t co = 0; co < cog; ++co)
+            std::copy_n(tmp + co * cols_w + bi * g.grid_n, g.grid_n,
+                        op + (b0 + bi) * out_n + (gi * cog + co) * g.grid_n);
+      }
+    }
+    n_done = n;
+  }
+  for (int64_t b = n_done; b < n && cig > 0; ++b) {
     for (int64_t gi = 0; gi < groups; ++gi) {
       if (!p.transposed) {
         const T* img = xp + b * in_n + gi * cig * g.image_n;
-        if (!direct) im2col<T>(g, cig, img, cols.data());
+        if (!direct) im2col<T>(g, cig, img, cols, g.grid_n);
         gemm<T>(false, cog, g.grid_n, cig * g.kernel_n, wp + gi * cog * cig * g.kernel_n, cig * g.kernel_n,
-                direct ? img : cols.data(), op + b * out_n + gi * cog * g.grid_n);
+                direct ? img : cols, op + b * out_n + gi * cog * g.grid_n);
       } else {
         // cols [cog*K, grid] = W_g^T [cig, cog*K]^T x [cig, grid]
         gemm<T>(true, cog * g.kernel_n, g.grid_n, cig, wp + gi * cig * cog * g.kernel_n, cog * g.kernel_n,
-                xp + b * in_n + gi * cig * g.grid_n, cols.data());
+                xp + b * in_n + gi * cig * g.grid_n, cols);
         T* img = op + b * out_n + gi * cog * g.image_n;
         std::fill(img, img + cog * g.image_n, T(0));
-        col2im<T>(g, cog, cols.data(), img);
+        col2im<T>(g, cog, cols, img);
       }
     }
   }
   if (bias.defined()) {
     const T* bp = bias.data<T>();
     const int64_t sp = out_n / std::max<int64_t>(cout, 1);
-#pragma omp parallel for if (out.numel() > 32768) schedule(static)
     for (int64_t r = 0; r < n * cout; ++r) {
       const T v = bp[r % cout];
       T* row = op + r * sp;
