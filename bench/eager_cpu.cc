@@ -63,6 +63,18 @@ void BM_CblasSgemm(benchmark::State& state) {
 }
 BENCHMARK(BM_CblasSgemm)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A ResNet-style 3x3 convolution, forward (im2col + gemm), as FLOP/s.
+void BM_Conv2d3x3(benchmark::State& state) {
+  Tensor x = rand({8, 64, 56, 56}), w = rand({64, 64, 3, 3});
+  for (auto _ : state) {
+    Tensor y = conv2d(x, w, Tensor(), 1, 1);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.counters["FLOP/s"] = benchmark::Counter(2.0 * 8 * 64 * 56 * 56 * 64 * 9 * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_Conv2d3x3)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 void BM_SumLastDim(benchmark::State& state) {
   Tensor x = rand({2048, 4096});
   for (auto _ : state) {
