@@ -24,6 +24,22 @@ std::vector<int64_t> expand_param(const std::vector<int64_t>& v, int64_t nd, con
   return v.size() == 1 ? std::vector<int64_t>(size_t(nd), v[0]) : v;
 }
 
+Tensor pad2d(const Tensor& x, int64_t top, int64_t bottom, int64_t left, int64_t right, double fill) {
+  if (top == 0 && bottom == 0 && left == 0 && right == 0) return x;
+  const int64_t ph = std::max(top, bottom), pw = std::max(left, right);
+  const SymShape s = x.sym_sizes();
+  const int64_t h = x.size(2), w = x.size(3), hp = top + h + bottom, wp = left + w + right;
+  Tensor y = convolution(reshape(x, SymShape{s[0] * s[1], 1, s[2], s[3]}), full({1, 1, 1, 1}, 1, x.dtype()), Tensor(),
+                         {1}, {ph, pw}, {1}, false, {0}, 1);
+  y = slice(slice(y, 2, ph - top, ph - top + hp), 3, pw - left, pw - left + wp);
+  y = reshape(y, SymShape{s[0], s[1], hp, wp});
+  if (fill == 0) return y;
+  std::vector<double> inside(size_t(hp * wp), 0.0);
+  for (int64_t i = top; i < top + h; ++i)
+    for (int64_t j = left; j < left + w; ++j) inside[size_t(i * wp + j)] = 1;
+  return where(tensor(inside, {hp, wp}, kBool), y, ops::scalar_to_tensor(Scalar(fill)));
+}
+
 namespace {
 using ops::Args;
 
@@ -52,23 +68,29 @@ KILN_DECOMP(conv_transpose2d) {
   return {unbatched ? squeeze(y, {0}) : y};
 }
 
-// unfold (im2col): [N, C, H, W] -> [N, C*kh*kw, L], a convolution with an identity kernel per
-// channel (channels folded into the batch).
+// unfold (im2col): [N, C, H, W] -> [N, C*kh*kw, L]: the windows of the padded input as one
+// strided view, then copied into shape. Exact (values are only moved); its derivative is fold.
 KILN_DECOMP(unfold) {
   Tensor x = a.tensor(0);
   KILN_CHECK(x.dim() == 3 || x.dim() == 4, "unfold: expected a 3D (unbatched) or 4D (batched) input, got ", x.dim(),
              "D of shape ", shape_str(x.sym_sizes()));
   const bool unbatched = x.dim() == 3;
   if (unbatched) x = unsqueeze(x, 0);
-  const Shape k = expand_param(a.ints(1), 2, "unfold", "kernel_size");
-  for (int64_t v : k) KILN_CHECK(v > 0, "unfold: kernel_size must be positive, got ", v);
-  const SymShape s = x.sym_sizes();
-  Tensor xr = reshape(x, SymShape{s[0] * s[1], 1, s[2], s[3]});
-  Tensor y = convolution(xr, identity_kernel(k, x.dtype()), Tensor(), expand_param(a.ints(4), 2, "unfold", "stride"),
-                         expand_param(a.ints(3), 2, "unfold", "padding"), expand_param(a.ints(2), 2, "unfold", "dilation"),
-                         false, {0}, 1);
-  const SymShape ys = y.sym_sizes();
-  Tensor r = reshape(y, SymShape{s[0], s[1] * ys[1], ys[2] * ys[3]});
+  const auto k = expand_param(a.ints(1), 2, "unfold", "kernel_size"), dil = expand_param(a.ints(2), 2, "unfold", "dilation"),
+             pad = expand_param(a.ints(3), 2, "unfold", "padding"), str = expand_param(a.ints(4), 2, "unfold", "stride");
+  int64_t out[2];
+  for (size_t d = 0; d < 2; ++d) {
+    KILN_CHECK(k[d] > 0 && dil[d] > 0 && str[d] > 0 && pad[d] >= 0,
+               "unfold: kernel_size, dilation and stride must be positive and padding non-negative");
+    const int64_t span = dil[d] * (k[d] - 1) + 1, in = x.size(int64_t(d) + 2) + 2 * pad[d];
+    KILN_CHECK(in >= span, "unfold: the padded input size ", in, " is smaller than the dilated kernel size ", span);
+    out[d] = (in - span) / str[d] + 1;
+  }
+  Tensor xp = contiguous(pad2d(x, pad[0], pad[0], pad[1], pad[1], 0.0));
+  const int64_t n = xp.size(0), c = xp.size(1), hp = xp.size(2), wp = xp.size(3);
+  Tensor win = as_strided(xp, {n, c, k[0], k[1], out[0], out[1]},
+                          {c * hp * wp, hp * wp, dil[0] * wp, dil[1], str[0] * wp, str[1]}, xp.storage_offset());
+  Tensor r = reshape(win, {n, c * k[0] * k[1], out[0] * out[1]});
   return {unbatched ? squeeze(r, {0}) : r};
 }
 

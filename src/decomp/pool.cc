@@ -32,24 +32,8 @@ PoolDim pool_dim(const char* op, int64_t in, int64_t k, int64_t s, int64_t p, in
   return {in, k, s, p, d, out, std::max<int64_t>(0, (out - 1) * s + span - in - p)};
 }
 
-// x [N, C, H, W] padded by (p, hi) per spatial dim with `fill`, via a 1x1 convolution with a unit
-// kernel (exact: each value is multiplied by 1) and a mask for non-zero fills.
 Tensor pad_fill(const Tensor& x, const PoolDim& h, const PoolDim& w, double fill) {
-  if (h.p == 0 && h.hi == 0 && w.p == 0 && w.hi == 0) return x;
-  const int64_t ph = std::max(h.p, h.hi), pw = std::max(w.p, w.hi);
-  const SymShape s = x.sym_sizes();
-  Tensor xr = reshape(x, SymShape{s[0] * s[1], 1, s[2], s[3]});
-  Tensor one = full({1, 1, 1, 1}, 1, x.dtype());
-  Tensor y = convolution(xr, one, Tensor(), {1}, {ph, pw}, {1}, false, {0}, 1);
-  const int64_t hp = h.p + h.in + h.hi, wp = w.p + w.in + w.hi;
-  y = slice(slice(y, 2, ph - h.p, ph - h.p + hp), 3, pw - w.p, pw - w.p + wp);
-  y = reshape(y, SymShape{s[0], s[1], hp, wp});
-  if (fill == 0) return y;
-  std::vector<double> inside(size_t(hp * wp), 0.0);
-  for (int64_t i = h.p; i < h.p + h.in; ++i)
-    for (int64_t j = w.p; j < w.p + w.in; ++j) inside[size_t(i * wp + j)] = 1;
-  Tensor mask = tensor(inside, {hp, wp}, kBool);
-  return where(mask, y, ops::scalar_to_tensor(Scalar(fill)));
+  return pad2d(x, h.p, h.hi, w.p, w.hi, fill);
 }
 
 // Window offset (i, j) of every output: a strided view of the padded input.

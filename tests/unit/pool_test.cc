@@ -105,6 +105,13 @@ TEST(ConvOps, UnfoldFold) {
     EXPECT_EQ(f.sizes(), (Shape{2, 3, 5, 6}));
     expect_close(f, img, tol(dt) * 2, tol(dt) * 2, "fold");
   }
+  // Values are moved, not multiplied: nan and inf stay where they are.
+  std::vector<double> sv = random_values(2 * 4 * 5);
+  sv[7] = NAN;
+  sv[12] = INFINITY;
+  Shape sos;
+  expect_close(unfold(tensor(sv, {1, 2, 4, 5}, kFloat32), {2, 3}, {1}, {1}, {1}),
+               ref_unfold(sv, {1, 2, 4, 5}, {2, 3}, {1, 1}, {1, 1}, {1, 1}, &sos), 1e-6, 1e-6, "unfold nan/inf");
   EXPECT_EQ(unfold(zeros({3, 4, 4}), {2}).sizes(), (Shape{12, 9}));
   EXPECT_THROW(unfold(zeros({4, 4}), {2}), Error);
   EXPECT_THROW(fold(zeros({1, 7, 9}), {4, 4}, {2}), Error);   // 7 not divisible by 4
@@ -113,6 +120,13 @@ TEST(ConvOps, UnfoldFold) {
                    {grad_input({1, 2, 4, 3})}, "unfold");
   expect_gradcheck([](const TensorList& t) { return TensorList{fold(t[0], {4, 3}, {2}, {1}, {1}, {2})}; },
                    {grad_input({1, 8, 6})}, "fold");
+  expect_gradcheck(
+      [](const TensorList& t) {
+        EnableGradGuard enable;  // the numerical pass runs without grad
+        Tensor y = unfold(t[0], {2}, {1}, {1}, {2});
+        return TensorList{grad({sum(mul(y, y))}, {t[0]}, {}, true, true)[0]};
+      },
+      {grad_input({1, 2, 3, 4})}, "unfold double backward");
 }
 
 struct PoolCase {

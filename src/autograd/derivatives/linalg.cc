@@ -87,5 +87,16 @@ KILN_DERIVATIVE(convolution) {
   return r;
 }
 
+// unfold and fold are each other's adjoints.
+KILN_DERIVATIVE(unfold) {
+  const Tensor& x = g.inputs[0];
+  const std::vector<int64_t> size{x.size(-2), x.size(-1)};
+  return {fold(g.grads[0], size, g.args.ints(1), g.args.ints(2), g.args.ints(3), g.args.ints(4))};
+}
+
+KILN_DERIVATIVE(fold) {
+  return {unfold(g.grads[0], g.args.ints(2), g.args.ints(3), g.args.ints(4), g.args.ints(5))};
+}
+
 }  // namespace
 }  // namespace kiln::autograd
