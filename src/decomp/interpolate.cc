@@ -9,14 +9,22 @@ namespace kiln::decomp {
 namespace {
 using ops::Args;
 
+// The source index of every output (nearest mode), in float arithmetic as PyTorch.
+std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale) {
+  std::vector<int64_t> idx;
+  for (int64_t o = 0; o < out; ++o)
+    idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
+  return idx;
+}
+
 // scale: the source step per output element (PyTorch: 1/scale_factor if given, else in/out).
 Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool align_corners, DType dt) {
   std::vector<double> m(size_t(out * in), 0.0);
+  const std::vector<int64_t> nearest = linear ? std::vector<int64_t>() : nearest_index(in, out, scale);
   for (int64_t o = 0; o < out; ++o) {
     double* row = m.data() + o * in;
-    if (!linear) {  // float arithmetic, as PyTorch's nearest kernel
-      const int64_t src = std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1);
-      row[src] = 1;
+    if (!linear) {
+      row[nearest[size_t(o)]] = 1;
       continue;
     }
     double src;
@@ -28,6 +36,30 @@ Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool al
     row[i1] += l1;
   }
   return tensor(m, {out, in}, dt);
+}
+
+// Nearest selection along `dim` without arithmetic when the pattern allows it (each source
+// repeated r times, or every r-th source): values, nan and inf included, are copied exactly.
+// Returns an undefined tensor for other patterns.
+Tensor nearest_exact(const Tensor& x, int64_t dim, int64_t in, const std::vector<int64_t>& idx) {
+  const int64_t out = int64_t(idx.size());
+  if (out % in == 0) {
+    const int64_t r = out / in;
+    bool repeat = true;
+    for (int64_t o = 0; o < out && repeat; ++o) repeat = idx[size_t(o)] == o / r;
+    if (repeat) {
+      if (r == 1) return x;
+      SymShape big = x.sym_sizes(), merged = big;
+      big.insert(big.begin() + dim + 1, SymInt(r));
+      merged[size_t(dim)] = SymInt(out);
+      return reshape(expand(unsqueeze(x, dim + 1), big), merged);
+    }
+  }
+  const int64_t step = out > 1 ? idx[1] - idx[0] : 1;
+  if (step < 1) return Tensor();
+  for (int64_t o = 0; o < out; ++o)
+    if (idx[size_t(o)] != idx[0] + o * step) return Tensor();
+  return slice(x, dim, idx[0], idx[0] + (out - 1) * step + 1, step);
 }
 
 KILN_DECOMP(interpolate) {
@@ -66,6 +98,13 @@ KILN_DECOMP(interpolate) {
       scale[size_t(d)] = 1.0 / sf;
     }
   }
+  if (!linear) {
+    Tensor r = x;
+    for (int64_t d = 0; d < nd && r.defined(); ++d)
+      r = nearest_exact(r, d + 2, x.size(d + 2), nearest_index(x.size(d + 2), out[size_t(d)], scale[size_t(d)]));
+    if (r.defined()) return {contiguous(r)};
+  }
+  // Otherwise a matmul per dim (a nan or inf also reaches the outputs that weigh it by 0).
   const DType ct = x.dtype() == kFloat64 ? kFloat64 : kFloat32;  // 16-bit weights would round
   Tensor r = convert_element_type(x, ct);
   for (int64_t d = 0; d < nd; ++d) {

@@ -341,6 +341,15 @@ TEST(Interpolate, NearestBilinear) {
   for (int64_t c = 0; c < 2; ++c)
     for (int64_t o = 0; o < 6; ++o) ref.push_back(xv[size_t(c * 3 + o / 2)]);
   expect_close(interpolate(x1, SymIntList({6})), ref, 0, 0, "nearest 1d");
+  // Integer up/down-scaling copies values: a nan stays in its own cells.
+  std::vector<double> nv = random_values(12);
+  nv[5] = NAN;
+  std::vector<double> nref;
+  for (int64_t i = 0; i < 6; ++i)
+    for (int64_t j = 0; j < 8; ++j) nref.push_back(nv[size_t((i / 2) * 4 + j / 2)]);
+  expect_close(interpolate(tensor(nv, {1, 1, 3, 4}), SymIntList({6, 8})), nref, 0, 0, "nearest nan");
+  std::vector<double> dref{nv[0], nv[2], nv[4], nv[6]};  // rows floor(o * 1.5) = 0, 1; cols floor(o * 2) = 0, 2
+  expect_close(interpolate(tensor(nv, {1, 1, 3, 4}), SymIntList({2, 2})), dref, 0, 0, "nearest downscale");
   EXPECT_EQ(interpolate(zeros({1, 1, 2, 2, 2}), std::nullopt, std::vector<double>{2.0}).sizes(), (Shape{1, 1, 4, 4, 4}));
   EXPECT_THROW(interpolate(zeros({1, 1, 4}), SymIntList({8}), std::nullopt, "bilinear"), Error);
   EXPECT_THROW(interpolate(zeros({1, 1, 4, 4}), SymIntList({8}), std::nullopt, "nearest", true), Error);
