@@ -144,7 +144,11 @@ KILN_DECOMP(adaptive_avg_pool2d) {
   for (int64_t d = 0; d < x.dim() - 2; ++d)
     KILN_CHECK(x.size(d) > 0, "adaptive_avg_pool2d: expected non-empty batch/channel dims, got shape ",
                shape_str(x.sizes()));
-  // 16-bit floats average in float32 (their 1/n weights would round).
+  const int64_t h = x.size(-2), w = x.size(-1);
+  if (h % o[0] == 0 && w % o[1] == 0)  // equal windows: a plain average pool (no weights, nan stays local)
+    return {avg_pool2d(x, {h / o[0], w / o[1]})};
+  // Otherwise two matmuls with averaging matrices; 16-bit floats average in float32 (their 1/n
+  // weights would round).
   const DType ct = x.dtype() == kFloat64 ? kFloat64 : kFloat32;
   Tensor xc = convert_element_type(x, ct);
   Tensor r = matmul(matmul(adaptive_matrix(x.size(-2), o[0], ct), xc), mT(adaptive_matrix(x.size(-1), o[1], ct)));

@@ -275,6 +275,8 @@ TEST(PoolOps, AdaptiveAvgPool2d) {
   EXPECT_THROW(adaptive_avg_pool2d(zeros({1, 5, 7}), {0, 2}), Error);
   expect_gradcheck([](const TensorList& t) { return TensorList{adaptive_avg_pool2d(t[0].transpose(2, 3), {2, 3})}; },
                    {grad_input({1, 2, 5, 4})}, "adaptive_avg_pool2d");
+  expect_gradcheck([](const TensorList& t) { return TensorList{adaptive_avg_pool2d(t[0], {2, 3})}; },
+                   {grad_input({2, 4, 6})}, "adaptive_avg_pool2d equal windows, unbatched");
 }
 
 // One dim of interpolation: (index, weight) pairs per output.
