@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "autograd/engine.h"
+#include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
@@ -21,10 +22,9 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   s->nbytes = nbytes;
   s->device = device;
   if (nbytes > 0) {
-    size_t rounded = (nbytes + 63) / 64 * 64;
-    s->data = std::aligned_alloc(64, rounded);
+    s->data = cpu_alloc(nbytes);
     KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
-    s->deleter = std::free;
+    s->deleter = cpu_free;
   }
   return s;
 }

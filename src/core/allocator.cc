@@ -1,0 +1,79 @@
+#include "core/allocator.h"
+
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+namespace kiln {
+namespace {
+
+constexpr size_t kLarge = size_t(1) << 20;      // blocks from here on are cached
+constexpr size_t kHugePage = size_t(2) << 20;   // and rounded to (and aligned on) huge pages
+constexpr size_t kCacheLimit = size_t(512) << 20;  // idle bytes kept at most
+
+struct Cache {
+  std::mutex m;
+  std::unordered_map<void*, size_t> live;        // large blocks handed out -> size
+  std::unordered_multimap<size_t, void*> idle;   // size -> free blocks
+  size_t idle_bytes = 0;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: static tensors free their storage at exit
+  return *c;
+}
+
+}  // namespace
+
+void* cpu_alloc(size_t nbytes) {
+  if (nbytes < kLarge) return std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+  const size_t size = (nbytes + kHugePage - 1) / kHugePage * kHugePage;
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.m);
+    auto it = c.idle.find(size);
+    if (it != c.idle.end()) {
+      void* p = it->second;
+      c.idle.erase(it);
+      c.idle_bytes -= size;
+      c.live[p] = size;
+      return p;
+    }
+  }
+  void* p = std::aligned_alloc(kHugePage, size);
+  if (!p) {  // out of memory: give the idle blocks back and retry once
+    std::lock_guard<std::mutex> lock(c.m);
+    for (auto& [sz, q] : c.idle) std::free(q);
+    c.idle.clear();
+    c.idle_bytes = 0;
+  }
+  if (!p) p = std::aligned_alloc(kHugePage, size);
+  if (!p) return nullptr;
+  madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch; a hint only
+  std::lock_guard<std::mutex> lock(c.m);
+  c.live[p] = size;
+  return p;
+}
+
+void cpu_free(void* p) {
+  if (!p) return;
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.m);
+    auto it = c.live.find(p);
+    if (it != c.live.end()) {
+      const size_t size = it->second;
+      c.live.erase(it);
+      if (c.idle_bytes + size <= kCacheLimit) {
+        c.idle.emplace(size, p);
+        c.idle_bytes += size;
+        return;
+      }
+    }
+  }
+  std::free(p);
+}
+
+}  // namespace kiln

@@ -1,0 +1,191 @@
+// CPU kernel of matmul: OpenBLAS gemm per batch on the operands' own strides (a transposed
+// matrix becomes a trans flag, not a copy); 16-bit floats computed in float32; integers by a
+// plain loop.
+#include <cblas.h>
+#include <kiln/ops.h>
+
+#include <climits>
+#include <optional>
+
+#include "eager/cpu/loops.h"
+#include "ops/dispatch.h"
+
+namespace kiln::cpu {
+namespace {
+
+// One operand seen as a batch of rows x cols matrices (element strides; batch strides aligned
+// to the output's batch shape, 0 where broadcast).
+struct Mat {
+  const char* base = nullptr;
+  int64_t rows = 0, cols = 0, rs = 0, cs = 0;
+  std::vector<int64_t> bst;
+  bool trans = false;  // BLAS layout: false = row-major with ld = rs, true = column-major with ld = cs
+  int64_t ld = 1;
+};
+
+Mat describe(const Tensor& t, bool left, const Shape& batch) {
+  Mat m;
+  m.base = t.numel() == 0 ? nullptr : static_cast<const char*>(t.data_ptr());
+  const int64_t nd = t.dim();
+  if (nd == 1) {  // a vector: a row on the left, a column on the right
+    m.rows = left ? 1 : t.size(0);
+    m.cols = left ? t.size(0) : 1;
+    m.rs = left ? 0 : t.stride(0);
+    m.cs = left ? t.stride(0) : 0;
+  } else {
+    m.rows = t.size(-2);
+    m.cols = t.size(-1);
+    m.rs = t.stride(-2);
+    m.cs = t.stride(-1);
+  }
+  m.bst.assign(batch.size(), 0);
+  const int64_t tb = std::max<int64_t>(nd - 2, 0);
+  for (int64_t d = 0; d < tb; ++d) {
+    const size_t od = batch.size() - size_t(tb) + size_t(d);
+    m.bst[od] = t.size(d) == 1 ? 0 : t.stride(d);
+  }
+  return m;
+}
+
+// Whether gemm can read the matrix in place; sets trans/ld. Size-1 dims have free strides.
+bool blas_layout(Mat& m) {
+  const int64_t r = m.rows, c = m.cols;
+  if ((c == 1 || m.cs == 1) && (r == 1 || m.rs >= std::max<int64_t>(c, 1))) {
+    m.trans = false;
+    m.ld = r == 1 ? std::max<int64_t>(c, 1) : m.rs;
+    return m.ld <= INT_MAX;
+  }
+  if ((r == 1 || m.rs == 1) && (c == 1 || m.cs >= std::max<int64_t>(r, 1))) {
+    m.trans = true;
+    m.ld = c == 1 ? std::max<int64_t>(r, 1) : m.cs;
+    return m.ld <= INT_MAX;
+  }
+  return false;
+}
+
+// Element offset of each batch (row-major over the batch shape).
+std::vector<int64_t> batch_offsets(const Shape& batch, const std::vector<int64_t>& bst) {
+  const int64_t nb = numel_of(batch);
+  std::vector<int64_t> off(size_t(nb), 0);
+  for (int64_t b = 0; b < nb; ++b) {
+    int64_t rem = b, o = 0;
+    for (size_t d = batch.size(); d-- > 0;) {
+      o += (rem % batch[d]) * bst[d];
+      rem /= batch[d];
+    }
+    off[size_t(b)] = o;
+  }
+  return off;
+}
+
+// If x's batch dims stack onto its rows with one row stride (and y has no batch), the whole
+// product is a single gemm with rows = batches * rows; returns that row stride.
+std::optional<int64_t> rows_stack(const Mat& x, const Mat& y, const Shape& batch) {
+  for (int64_t s : y.bst)
+    if (s != 0) return std::nullopt;
+  if (x.cs != 1 && x.cols != 1) return std::nullopt;
+  int64_t stride = x.rs, expect = -1;
+  if (x.rows == 1) {  // the row stride is the innermost batch stride
+    for (size_t d = batch.size(); d-- > 0 && expect < 0;)
+      if (batch[d] != 1) expect = stride = x.bst[d];
+  } else {
+    expect = x.rs * x.rows;
+  }
+  if (stride < std::max<int64_t>(x.cols, 1) || stride > INT_MAX) return std::nullopt;
+  for (size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] == 1) continue;
+    if (x.bst[d] != expect) return std::nullopt;
+    expect *= batch[d];
+  }
+  return stride;
+}
+
+template <class T>
+void gemm(const Mat& x, const Mat& y, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
+  const auto ta = x.trans ? CblasTrans : CblasNoTrans, tb = y.trans ? CblasTrans : CblasNoTrans;
+  if constexpr (std::is_same_v<T, float>)
+    cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(x.ld), b, int(y.ld), 0.0f, c, int(n));
+  else
+    cblas_dgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0, a, int(x.ld), b, int(y.ld), 0.0, c, int(n));
+}
+
+template <class T>
+void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
+  Mat mx = describe(x, true, batch), my = describe(y, false, batch);
+  if (!blas_layout(mx)) mx = describe(x = x.contiguous(), true, batch), blas_layout(mx);
+  if (!blas_layout(my)) my = describe(y = y.contiguous(), false, batch), blas_layout(my);
+  const int64_t m = mx.rows, k = mx.cols, n = my.cols, nb = numel_of(batch);
+  T* o = out.data<T>();
+  const T* a = reinterpret_cast<const T*>(mx.base);
+  const T* b = reinterpret_cast<const T*>(my.base);
+  if (auto stride = nb > 1 ? rows_stack(mx, my, batch) : std::nullopt)
+    if (nb * m <= INT_MAX && n <= INT_MAX && k <= INT_MAX) {
+      Mat stacked = mx;
+      stacked.trans = false;
+      stacked.ld = *stride;
+      gemm<T>(stacked, my, nb * m, n, k, a, b, o);
+      return;
+    }
+  KILN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix too large for BLAS");
+  const std::vector<int64_t> ox = batch_offsets(batch, mx.bst), oy = batch_offsets(batch, my.bst);
+  // Many small products: one thread per batch (OpenBLAS runs such sizes single-threaded);
+  // otherwise one product at a time and OpenBLAS threads inside it.
+  const bool small = double(m) * double(n) * double(k) < 262144.0;
+#pragma omp parallel for if (nb > 1 && small) schedule(static)
+  for (int64_t i = 0; i < nb; ++i) gemm<T>(mx, my, m, n, k, a + ox[size_t(i)], b + oy[size_t(i)], o + i * m * n);
+}
+
+template <class T>
+void loop_matmul(const Tensor& x, const Tensor& y, const Tensor& out, const Shape& batch) {
+  const Mat mx = describe(x, true, batch), my = describe(y, false, batch);
+  const int64_t m = mx.rows, k = mx.cols, n = my.cols, nb = numel_of(batch);
+  const std::vector<int64_t> ox = batch_offsets(batch, mx.bst), oy = batch_offsets(batch, my.bst);
+  const T* a = reinterpret_cast<const T*>(mx.base);
+  const T* b = reinterpret_cast<const T*>(my.base);
+  T* o = out.data<T>();
+  // Unsigned accumulation: wraps like the dtype's own arithmetic, without signed overflow UB.
+#pragma omp parallel for if (nb * m * n * k > 32768) schedule(static)
+  for (int64_t bi = 0; bi < nb * m; ++bi) {
+    const int64_t bt = bi / m, i = bi % m;
+    std::vector<uint64_t> acc(size_t(n), 0);
+    const T* arow = a + ox[size_t(bt)] + i * mx.rs;
+    for (int64_t kk = 0; kk < k; ++kk) {
+      const uint64_t av = uint64_t(int64_t(arow[kk * mx.cs]));
+      const T* brow = b + oy[size_t(bt)] + kk * my.rs;
+      for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += av * uint64_t(int64_t(brow[j * my.cs]));
+    }
+    T* orow = o + bi * n;
+    for (int64_t j = 0; j < n; ++j) orow[j] = T(int64_t(acc[size_t(j)]));
+  }
+}
+
+KILN_KERNEL(matmul) {
+  const Tensor &x = a.tensor(0), &y = a.tensor(1);
+  Tensor out = make_tensor(specs[0]);
+  if (out.numel() == 0) return {out};
+  // The output's batch shape: its dims minus the matrix dims that survive.
+  const int64_t mat_dims = (x.dim() >= 2) + (y.dim() >= 2);
+  const Shape batch(out.sizes().begin(), out.sizes().end() - mat_dims);
+  const int64_t k = x.size(-1);
+  if (k == 0) return {out.fill_(0)};
+  const DType dt = out.dtype();
+  if (dt == kFloat32 || dt == kFloat64) {
+    if (dt == kFloat32) blas_matmul<float>(x, y, out, batch);
+    else blas_matmul<double>(x, y, out, batch);
+  } else if (dt == kFloat16 || dt == kBFloat16) {
+    TensorSpec fs = specs[0];
+    fs.dtype = kFloat32;
+    Tensor tmp = make_tensor(fs);
+    blas_matmul<float>(x.to(kFloat32), y.to(kFloat32), tmp, batch);
+    copy_into(out, tmp);
+  } else {
+    visit_all(dt, [&]<class T>(type_tag<T>) {
+      if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) loop_matmul<T>(x, y, out, batch);
+      else detail::fail(std::string("matmul: not implemented for ") + name(dt));
+    });
+  }
+  return {out};
+}
+
+}  // namespace
+}  // namespace kiln::cpu
