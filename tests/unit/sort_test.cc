@@ -198,4 +198,140 @@ TEST(SortGrad, SortAndTopk) {
   expect_gradcheck([](const TensorList& in) { return TensorList{std::get<0>(sort(in[0]))}; }, {s}, "sort 0-d");
 }
 
+// ---------------------------------------------------------------- sorting composites
+
+TEST(SortOps, Argsort) {
+  const Shape shape{3, 6};
+  for (bool desc : {false, true})
+    for (int64_t dim : {0, 1, -1}) {
+      std::vector<double> v, rv, ri;
+      Tensor x = round(random_tensor(shape, kFloat32, &v, "transposed", -2, 2));
+      v = x.to_vector<double>();
+      sort_ref(v, shape, dim, desc, &rv, &ri);
+      Tensor i = argsort(x, dim, desc);
+      EXPECT_EQ(i.dtype(), kInt64);
+      expect_close(i, ri, 0, 0, "argsort");
+    }
+}
+
+TEST(SortOps, KthvalueAndMedian) {
+  const Shape shape{4, 7, 6};
+  for (DType dt : {kFloat32, kFloat64, kInt32})
+    for (const auto& layout : kLayouts)
+      for (int64_t dim : {0, 1, -1})
+        for (bool keepdim : {false, true}) {
+          std::vector<double> v;
+          Tensor x = random_tensor(shape, dt, &v, layout, -3, 3);
+          const int64_t n = shape[size_t(wrap(dim, 3))];
+          const std::string what = std::string(name(dt)) + " " + layout + " dim " + std::to_string(dim);
+          for (int64_t k : {int64_t(1), n / 2 + 1, n}) {
+            auto [kv, ki] = kthvalue(x, k, dim, keepdim);
+            EXPECT_EQ(kv.sizes(), reduced(shape, {dim}, keepdim));
+            std::vector<double> rv;
+            auto ls = lines(v, shape, dim);
+            for (auto l : ls) {
+              std::sort(l.begin(), l.end());
+              rv.push_back(l[size_t(k - 1)]);
+            }
+            expect_close(kv, rv, 0, 0, "kthvalue " + what);
+            // The index names an element holding that value.
+            std::vector<double> idx = ki.to_vector<double>();
+            for (size_t r = 0; r < ls.size(); ++r) EXPECT_EQ(ls[r][size_t(idx[r])], rv[r]) << what;
+          }
+          // Lower median: element (n - 1) / 2 of the sorted line.
+          auto [mv, mi] = median(x, dim, keepdim);
+          std::vector<double> rm;
+          auto ls = lines(v, shape, dim);
+          for (auto l : ls) {
+            std::sort(l.begin(), l.end());
+            rm.push_back(l[size_t((n - 1) / 2)]);
+          }
+          expect_close(mv, rm, 0, 0, "median.dim " + what);
+          std::vector<double> idx = mi.to_vector<double>();
+          for (size_t r = 0; r < ls.size(); ++r) EXPECT_EQ(ls[r][size_t(idx[r])], rm[r]) << what;
+          std::vector<double> all = v;
+          std::sort(all.begin(), all.end());
+          expect_close(median(x), {all[(all.size() - 1) / 2]}, 0, 0, "median " + what);
+        }
+  // Even count: the lower of the two middle values.
+  EXPECT_EQ(median(make({4, 1, 3, 2}, {4})).item<double>(), 2);
+  // NaN propagates (PyTorch's median, unlike nanmedian) with the index of the first NaN.
+  const double nan = std::nan("");
+  Tensor xn = make({1, nan, 3, nan, 5, 6, 7, 8}, {2, 4});
+  auto [nv, ni] = median(xn, 1);
+  std::vector<double> nvv = nv.to_vector<double>();
+  EXPECT_TRUE(std::isnan(nvv[0]));
+  EXPECT_EQ(nvv[1], 6);
+  EXPECT_EQ(ni.to_vector<int64_t>(), (std::vector<int64_t>{1, 1}));
+  EXPECT_TRUE(std::isnan(median(xn).item<double>()));
+  // kthvalue treats NaN as the largest.
+  EXPECT_TRUE(std::isnan(std::get<0>(kthvalue(make({nan, 1, 2}, {3}), 3)).item<double>()));
+  // 0-d and errors.
+  EXPECT_EQ(std::get<0>(kthvalue(scalar_tensor(2.0), 1)).item<float>(), 2.0f);
+  EXPECT_THROW(kthvalue(make({1, 2}, {2}), 3), kiln::Error);
+  EXPECT_THROW(kthvalue(make({1, 2}, {2}), 0), kiln::Error);
+  EXPECT_THROW(median(zeros({0})), kiln::Error);
+  EXPECT_THROW(median(zeros({2, 0}), 1), kiln::Error);
+  EXPECT_THROW(median(zeros({2, 3}), 2), kiln::Error);
+}
+
+// Reference insertion point: count of elements below v (right: at or below).
+int64_t ref_insert(const std::vector<double>& seq, double v, bool right) {
+  int64_t c = 0;
+  for (double s : seq) c += right ? (s <= v) : (s < v);
+  return c;
+}
+
+TEST(SortOps, SearchsortedAndBucketize) {
+  std::vector<double> seq = {-1, 0, 0, 1.5, 3, 3, 3, 7};
+  Tensor s = make(seq, {8});
+  std::vector<double> v;
+  Tensor vals = round(random_tensor({3, 5}, kFloat64, &v, "transposed", -3, 9));
+  v = vals.to_vector<double>();
+  for (bool right : {false, true})
+    for (bool i32 : {false, true})
+      for (DType dt : {kFloat64, kFloat32, kInt64}) {
+        Tensor r = searchsorted(s.to(dt), vals.to(dt), right, i32);
+        EXPECT_EQ(r.dtype(), i32 ? kInt32 : kInt64);
+        EXPECT_EQ(r.sizes(), (Shape{3, 5}));
+        std::vector<double> want, seq_dt = s.to(dt).to_vector<double>();  // 1.5 -> 1 for int64
+        for (double e : v) want.push_back(double(ref_insert(seq_dt, e, right)));
+        expect_close(r, want, 0, 0, std::string("searchsorted ") + name(dt));
+        expect_close(bucketize(vals.to(dt), s.to(dt), right, i32), want, 0, 0, "bucketize");
+      }
+  // Batched sequence: each row searched with its own values.
+  std::vector<double> bs = {0, 1, 2, 3, 10, 20, 30, 40}, bv = {1, 2.5, 50, 15, 10, -1};
+  Tensor r = searchsorted(make(bs, {2, 4}), make(bv, {2, 3}), true);
+  std::vector<double> want;
+  for (int row = 0; row < 2; ++row)
+    for (int j = 0; j < 3; ++j)
+      want.push_back(double(ref_insert({bs.begin() + row * 4, bs.begin() + row * 4 + 4}, bv[size_t(row * 3 + j)], true)));
+  expect_close(r, want, 0, 0, "batched searchsorted");
+  // A scalar value, and empty inputs.
+  EXPECT_EQ(searchsorted(s, scalar_tensor(2.0, kFloat64)).item<int64_t>(), 4);
+  EXPECT_EQ(searchsorted(s, zeros({0}, kFloat64)).sizes(), (Shape{0}));
+  EXPECT_EQ(searchsorted(zeros({0}, kFloat64), make({1, 2}, {2})).to_vector<int64_t>(), (std::vector<int64_t>{0, 0}));
+  // Errors: mismatched batch dims, non-1-d boundaries, 0-d sequence.
+  EXPECT_THROW(searchsorted(zeros({2, 4}), zeros({3, 3})), kiln::Error);
+  EXPECT_THROW(searchsorted(zeros({2, 4}), zeros({6})), kiln::Error);
+  EXPECT_THROW(bucketize(zeros({3}), zeros({2, 2})), kiln::Error);
+  EXPECT_THROW(searchsorted(scalar_tensor(1.0), zeros({3})), kiln::Error);
+}
+
+TEST(SortOpsGrad, KthvalueMedian) {
+  REQUIRE_KERNEL(scatter_add);
+  Tensor x = grad_input({4, 5});
+  for (int64_t dim : {0, 1})
+    for (bool keepdim : {false, true}) {
+      expect_gradcheck([&](const TensorList& in) { return TensorList{std::get<0>(kthvalue(in[0], 2, dim, keepdim))}; },
+                       {x}, "kthvalue");
+      expect_gradcheck([&](const TensorList& in) { return TensorList{std::get<0>(median(in[0].t(), dim, keepdim))}; },
+                       {x}, "median.dim transposed");
+    }
+  expect_gradcheck([](const TensorList& in) { return TensorList{median(in[0])}; }, {x}, "median");
+  Tensor b = grad_input({1, 5});
+  expect_gradcheck([](const TensorList& in) { return TensorList{std::get<0>(median(in[0].expand({3, 5}) * in[0], 1, false))}; },
+                   {b}, "median broadcast");
+}
+
 }  // namespace
