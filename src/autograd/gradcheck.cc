@@ -50,7 +50,7 @@ bool gradcheck(const std::function<TensorList(const TensorList&)>& fn, const Ten
     v.push_back(p);
     if (out.requires_grad()) {
       diff_outs.push_back(out);
-      grad_outs.push_back(tensor(p, out.sizes(), out.dtype()));
+      grad_outs.push_back(view(tensor(p, {int64_t(p.size())}, out.dtype()), out.sym_sizes()));  // 0-d too
     }
   }
   // Analytical: vector-Jacobian products through autograd.

@@ -1,4 +1,8 @@
 // Reductions defined by other reductions.
+#include <cmath>
+#include <limits>
+
+#include "autograd/derivatives/common.h"
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
@@ -40,5 +44,111 @@ KILN_DECOMP(all) {
   return {eq(sum(z, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))))};
 }
 
+Tensor zero_i64() { return ops::scalar_to_tensor(Scalar(int64_t(0))); }
+Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+IntList dims_arg(const Args& a, size_t i) { return a.opt_ints(i) ? IntList(*a.opt_ints(i)) : IntList(std::nullopt); }
+
+// ---------------------------------------------------------------- max / min
+KILN_DECOMP(max) { return {amax(a.tensor(0))}; }
+KILN_DECOMP(min) { return {amin(a.tensor(0))}; }
+KILN_DECOMP(max_dim) {
+  const Tensor& x = a.tensor(0);
+  return {amax(x, {a.i64(1)}, a.b(2)), argmax(x, a.i64(1), a.b(2))};
+}
+KILN_DECOMP(min_dim) {
+  const Tensor& x = a.tensor(0);
+  return {amin(x, {a.i64(1)}, a.b(2)), argmin(x, a.i64(1), a.b(2))};
+}
+
+// ---------------------------------------------------------------- var / std
+void check_floating(const Tensor& x, const char* op) {
+  KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", op,
+                  ": only supports floating point dtypes, got ", name(x.dtype()));
+}
+
+// (var, mean) with `correction` (default 1): sum((x - mean)^2) / max(0, N - correction).
+std::vector<Tensor> var_and_mean(const Args& a, const char* op) {
+  const Tensor& x = a.tensor(0);
+  check_floating(x, op);
+  IntList dims = dims_arg(a, 1);
+  const double corr = a.opt_f64(2).value_or(1.0);
+  const bool keepdim = a.b(3);
+  Tensor m = mean(x, dims, true);
+  Tensor d = sub(x, m);
+  Tensor ss = sum(mul(d, d), dims, keepdim);
+  const double n = double(reduced_count(x, a.opt_ints(1)).hint());
+  Tensor v = div(ss, num(std::max(0.0, n - corr)));
+  return {v, keepdim ? m : mean(x, dims, false)};
+}
+KILN_DECOMP(var) { return {var_and_mean(a, "var")[0]}; }
+KILN_DECOMP(std) { return {sqrt(var_and_mean(a, "std")[0])}; }
+KILN_DECOMP(var_mean) { return var_and_mean(a, "var_mean"); }
+
+// ---------------------------------------------------------------- norm
+KILN_DECOMP(norm) {
+  const Tensor& x = a.tensor(0);
+  check_floating(x, "norm");
+  const double p = a.opt_scalar(1) ? a.opt_scalar(1)->to_double() : 2.0;
+  IntList dims = dims_arg(a, 2);
+  const bool keepdim = a.b(3);
+  Tensor ax = abs(x);
+  if (p == 2) return {sqrt(sum(mul(x, x), dims, keepdim))};
+  if (p == 1) return {sum(ax, dims, keepdim)};
+  if (std::isinf(p)) {
+    // max/min of |x|; an empty reduction is 0 for inf, like PyTorch's vector_norm.
+    return {p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim)};
+  }
+  if (p == 0) return {sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim)};
+  return {pow(sum(pow(ax, num(p)), dims, keepdim), num(1.0 / p))};
+}
+
+// ---------------------------------------------------------------- logsumexp
+KILN_DECOMP(logsumexp) {
+  Tensor x = a.tensor(0);
+  if (!is_floating(x.dtype())) x = convert_element_type(x, default_float_dtype());
+  IntList dims = IntList(a.ints(1));
+  const bool keepdim = a.b(2);
+  if (x.numel() == 0) return {log(sum(exp(x), dims, keepdim))};  // -inf, no max to take
+  // Shift by the max for stability; an infinite max (all -inf, or +inf) is replaced by 0 so
+  // that -inf rows give log(0) = -inf and +inf rows give +inf instead of NaN.
+  Tensor m = amax(x, dims, true);
+  m = where(isinf(m), num(0), m);
+  Tensor r = add(log(sum(exp(sub(x, m)), dims, true)), m);
+  if (keepdim) return {r};
+  std::vector<int64_t> all = ops::wrap_dims(a.ints(1).empty() ? std::nullopt : std::optional(a.ints(1)), x.dim());
+  return {all.empty() ? r : squeeze(r, all)};
+}
+
+// ---------------------------------------------------------------- count_nonzero
+KILN_DECOMP(count_nonzero) {
+  const Tensor& x = a.tensor(0);
+  return {sum(ne(x, zero_i64()), dims_arg(a, 1), false, kInt64)};
+}
+
 }  // namespace
 }  // namespace kiln::decomp
+
+namespace kiln::autograd {
+namespace {
+
+// max.dim / min.dim: the gradient goes to the one element the index names (PyTorch), not split
+// among ties; written as a one-hot mask from iota so it needs no scatter.
+Tensor select_grad(const ops::GradCtx& g) {
+  const Tensor& x = g.inputs[0];
+  if (x.dim() == 0) return g.grads[0];
+  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  Tensor idx = g.outputs[1], gr = g.grads[0];
+  if (!g.args.b(2)) {
+    idx = unsqueeze(idx, dim);
+    gr = unsqueeze(gr, dim);
+  }
+  SymShape pos_shape(size_t(x.dim()), SymInt(1));
+  pos_shape[size_t(dim)] = x.sym_size(dim);
+  Tensor pos = view(iota(x.sym_size(dim)), pos_shape);
+  return where(eq(pos, idx), expand(gr, x.sym_sizes()), num(0));
+}
+KILN_DERIVATIVE(max_dim) { return {select_grad(g)}; }
+KILN_DERIVATIVE(min_dim) { return {select_grad(g)}; }
+
+}  // namespace
+}  // namespace kiln::autograd

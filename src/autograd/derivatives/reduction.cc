@@ -23,31 +23,20 @@ Tensor unreduce(const ops::GradCtx& g, const Tensor& t) {
 KILN_DERIVATIVE(sum) { return {expand(unreduce(g, g.grads[0]), g.inputs[0].sym_sizes())}; }
 
 KILN_DERIVATIVE(prod) {
-  // d/dx_i prod = prod / x_i where x_i != 0; with zeros, the product of the others.
+  // d/dx_i prod = product of the other elements. Dividing prod by x_i fails at zeros, so with
+  // z zeros in a reduction: z == 0 -> prod / x_i; z == 1 -> only the zero gets the product of
+  // the nonzeros; z >= 2 -> all zero. Data-independent (no branch on values), so it traces.
   const Tensor& x = g.inputs[0];
-  Tensor d = expand(unreduce(g, g.grads[0]), x.sym_sizes());
-  Tensor p = expand(unreduce(g, g.outputs[0]), x.sym_sizes());
+  const std::vector<int64_t> dims = reduced_dims(g);
   Tensor is_zero = eq(x, num(0));
-  if (!any(is_zero).item<bool>()) return {mul(d, div(p, x))};
-  // Slow exact path: product of all other elements along the reduced dims, via exclusive
-  // cumulative products from both ends (flattening the reduced dims last).
-  std::vector<int64_t> dims = reduced_dims(g), keep;
-  for (int64_t i = 0; i < x.dim(); ++i)
-    if (std::find(dims.begin(), dims.end(), i) == dims.end()) keep.push_back(i);
-  std::vector<int64_t> perm = keep;
-  perm.insert(perm.end(), dims.begin(), dims.end());
-  Tensor xp = permute(x, perm);
-  SymShape ps = xp.sym_sizes();
-  SymShape flat_shape(ps.begin(), ps.begin() + int64_t(keep.size()));
-  flat_shape.push_back(-1);
-  Tensor xf = reshape(xp, flat_shape);
-  Tensor ones1 = ones_like(narrow(xf, -1, 0, 1));
-  Tensor left = cumprod(cat({ones1, narrow(xf, -1, 0, xf.size(-1) - 1)}, -1), -1);
-  Tensor right = flip(cumprod(flip(cat({narrow(xf, -1, 1, xf.size(-1) - 1), ones1}, -1), {-1}), -1), {-1});
-  Tensor others = reshape(mul(left, right), ps);
-  std::vector<int64_t> inv(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inv[size_t(perm[i])] = int64_t(i);
-  return {mul(d, permute(others, inv))};
+  Tensor zeros_n = sum(is_zero, dims, true);
+  Tensor safe = where(is_zero, num(1), x);
+  Tensor p_nonzero = prod(safe, dims, true);
+  Tensor zero_zeros = eq(zeros_n, num(0)), one_zero = eq(zeros_n, num(1));
+  Tensor others = where(is_zero, where(one_zero, p_nonzero, num(0)),
+                        where(zero_zeros, div(p_nonzero, safe), num(0)));
+  Tensor d = expand(unreduce(g, g.grads[0]), x.sym_sizes());
+  return {mul(d, others)};
 }
 
 // amax/amin: the gradient is shared evenly among the elements equal to the extreme value.
