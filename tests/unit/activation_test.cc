@@ -134,3 +134,17 @@ TEST(Activation, GradientConventionsAtKinks) {
   expect_close(g([](const Tensor& x) { return softplus(x); }, {1000.0, -1000.0}), {1, 0}, 1e-15, 0, "softplus");
   expect_close(g([](const Tensor& x) { return mish(x); }, {1000.0}), {1}, 1e-15, 0, "mish");
 }
+
+TEST(Activation, SecondOrder) {
+  // gradcheck of x -> d/dx sum(v * f(x)) built with create_graph (smooth activations only)
+  for (const Act& f : activations()) {
+    if (f.name.rfind("relu", 0) == 0 || f.name.rfind("hard", 0) == 0 || f.name.rfind("leaky", 0) == 0) continue;
+    Tensor x = grad_input({2, 3}, -3, 3);
+    Tensor v = random_tensor({2, 3}, kFloat64);
+    expect_gradcheck([&](const TensorList& t) {
+          EnableGradGuard enable;
+          return grad({sum(mul(f.op(t[0]), v))}, {t[0]}, {}, true, true);
+        },
+        {x}, f.name + " second order");
+  }
+}

@@ -943,3 +943,69 @@ TEST(ElementwiseGrad, WhereConvertCopy) {
   EXPECT_EQ(src32.grad().dtype(), kFloat32);
   expect_close(src32.grad(), {3, 3, 3, 3}, 0, 0);
 }
+
+namespace {
+// Second order: gradcheck of x -> d/dx sum(v * f(x)) computed with create_graph.
+void gradgradcheck(const std::string& nm, const std::function<Tensor(const TensorList&)>& f, const std::vector<Shape>& shapes,
+                   const std::vector<Dom>& doms) {
+  TensorList in;
+  for (size_t i = 0; i < shapes.size(); ++i) in.push_back(grad_input_dom(shapes[i], doms[i]));
+  Tensor probe = f(in).detach();
+  Tensor v = make(random_values(probe.numel()), probe.sizes(), kFloat64);
+  expect_gradcheck([&](const TensorList& t) {
+        EnableGradGuard enable;  // gradcheck evaluates the numerical side without grad
+        TensorList ins;
+        for (const Tensor& x : t) ins.push_back(x);
+        return grad({sum(mul(f(ins), v))}, ins, {}, /*retain_graph=*/true, /*create_graph=*/true);
+      },
+      in, nm + " second order");
+}
+}  // namespace
+
+TEST(ElementwiseGrad, SecondOrder) {
+  const Dom any{-2, 2}, pos{0.3, 2}, unit{-0.9, 0.9}, nz{0.3, 2, true};
+  const std::vector<std::tuple<std::string, Fn1, Dom>> unary = {
+      {"neg", [](const Tensor& x) { return neg(x); }, any},
+      {"abs", [](const Tensor& x) { return abs(x); }, nz},
+      {"exp", [](const Tensor& x) { return exp(x); }, any},
+      {"exp2", [](const Tensor& x) { return exp2(x); }, any},
+      {"expm1", [](const Tensor& x) { return expm1(x); }, any},
+      {"log", [](const Tensor& x) { return log(x); }, pos},
+      {"log2", [](const Tensor& x) { return log2(x); }, pos},
+      {"log1p", [](const Tensor& x) { return log1p(x); }, pos},
+      {"sqrt", [](const Tensor& x) { return sqrt(x); }, pos},
+      {"rsqrt", [](const Tensor& x) { return rsqrt(x); }, pos},
+      {"reciprocal", [](const Tensor& x) { return reciprocal(x); }, pos},
+      {"sin", [](const Tensor& x) { return sin(x); }, any},
+      {"cos", [](const Tensor& x) { return cos(x); }, any},
+      {"tan", [](const Tensor& x) { return tan(x); }, Dom{-1.2, 1.2}},
+      {"tanh", [](const Tensor& x) { return tanh(x); }, any},
+      {"asin", [](const Tensor& x) { return asin(x); }, unit},
+      {"acos", [](const Tensor& x) { return acos(x); }, unit},
+      {"atan", [](const Tensor& x) { return atan(x); }, any},
+      {"sinh", [](const Tensor& x) { return sinh(x); }, any},
+      {"cosh", [](const Tensor& x) { return cosh(x); }, any},
+      {"asinh", [](const Tensor& x) { return asinh(x); }, any},
+      {"acosh", [](const Tensor& x) { return acosh(x); }, Dom{1.2, 3}},
+      {"atanh", [](const Tensor& x) { return atanh(x); }, unit},
+      {"erf", [](const Tensor& x) { return erf(x); }, any},
+      {"erfc", [](const Tensor& x) { return erfc(x); }, any},
+      {"erfinv", [](const Tensor& x) { return erfinv(x); }, unit},
+      {"sigmoid", [](const Tensor& x) { return sigmoid(x); }, any},
+  };
+  for (const auto& [nm, f, d] : unary)
+    gradgradcheck(nm, [f = f](const TensorList& t) { return f(t[0]); }, {{2, 3}}, {d});
+  const std::vector<std::tuple<std::string, Fn2, Dom, Dom>> binary = {
+      {"mul", [](auto& x, auto& y) { return mul(x, y); }, any, any},
+      {"div", [](auto& x, auto& y) { return div(x, y); }, any, nz},
+      {"pow", [](auto& x, auto& y) { return pow(x, y); }, pos, any},
+      {"atan2", [](auto& x, auto& y) { return atan2(x, y); }, nz, nz},
+      {"hypot", [](auto& x, auto& y) { return hypot(x, y); }, nz, nz},
+      {"maximum", [](auto& x, auto& y) { return maximum(x, y); }, any, any},
+      {"remainder", [](auto& x, auto& y) { return remainder(x, y); }, any, nz},
+  };
+  for (const auto& [nm, f, dx, dy] : binary)
+    gradgradcheck(nm, [f = f](const TensorList& t) { return f(t[0], t[1]); }, {{2, 3}, {3}}, {dx, dy});
+  gradgradcheck("where", [](const TensorList& t) { return where(gt(t[0], Scalar(0.0)), mul(t[0], t[1]), t[1]); },
+                {{2, 3}, {3}}, {any, any});
+}

@@ -272,3 +272,23 @@ TEST(Pointwise, RsubTrueDivideFloatPower) {
   EXPECT_EQ(ga.dtype(), kFloat32);
   expect_close(ga, {12}, 1e-6, 0);
 }
+
+TEST(Pointwise, SecondOrder) {
+  auto check = [](const std::string& nm, const std::function<Tensor(const TensorList&)>& f, const std::vector<Shape>& shapes,
+                  double lo, double hi) {
+    TensorList in;
+    for (const Shape& s : shapes) in.push_back(grad_input(s, lo, hi));
+    Tensor v = random_tensor(f(in).sizes(), kFloat64);
+    expect_gradcheck([&](const TensorList& t) {
+          EnableGradGuard enable;
+          return grad({sum(mul(f(t), v))}, t, {}, true, true);
+        },
+        in, nm + " second order");
+  };
+  check("lerp", [](const TensorList& t) { return lerp(t[0], t[1], t[2]); }, {{2, 3}, {3}, {2, 1}}, 0.1, 0.9);
+  check("addcdiv", [](const TensorList& t) { return addcdiv(t[0], t[1], t[2], 0.5); }, {{2, 3}, {2, 3}, {3}}, 0.5, 2);
+  check("logit", [](const TensorList& t) { return logit(t[0]); }, {{2, 3}}, 0.1, 0.9);
+  check("xlogy", [](const TensorList& t) { return xlogy(t[0], t[1]); }, {{2, 3}, {3}}, 0.5, 2);
+  check("square", [](const TensorList& t) { return square(t[0]); }, {{2, 3}}, -2, 2);
+  check("float_power", [](const TensorList& t) { return float_power(t[0], t[1]); }, {{2, 3}, {3}}, 0.5, 2);
+}
