@@ -373,20 +373,29 @@ TEST(ElementwiseBinary, NextafterAndSpecialValues) {
   EXPECT_EQ(nf.dtype(), kFloat32);
   expect_close(nf, {double(std::nextafter(1.0f, 2.0f)), double(std::nextafter(1.0f, 0.0f)),
                     -double(std::numeric_limits<float>::denorm_min()), -2.0}, 0, 0);
+  // 16-bit floats step to their own neighbours (10 and 7 mantissa bits)
+  Tensor one = tensor<double>({1.0, 1.0, 0.0, 65504.0, kInf, 3.0});
+  Tensor to = tensor<double>({2.0, 0.0, -1.0, kInf, 0.0, 3.0});
+  expect_close(nextafter(one.to(kFloat16), to.to(kFloat16)),
+               {1 + std::ldexp(1.0, -10), 1 - std::ldexp(1.0, -11), -std::ldexp(1.0, -24), kInf, 65504, 3}, 0, 0, "f16");
+  Tensor nb = nextafter(one.to(kBFloat16).slice(0, 0, 3), to.to(kBFloat16).slice(0, 0, 3));
+  EXPECT_EQ(nb.dtype(), kBFloat16);
+  expect_close(nb, {1 + std::ldexp(1.0, -7), 1 - std::ldexp(1.0, -8), -std::ldexp(1.0, -133)}, 0, 0, "bf16");
+  EXPECT_TRUE(std::isnan(nextafter(tensor<double>({kNaN}).to(kFloat16), tensor<double>({1.0}).to(kFloat16)).item<double>()));
   // NaN propagates through maximum/minimum (unlike fmax)
   Tensor n = tensor<double>({kNaN, 1.0, 2.0}), m = tensor<double>({0.0, kNaN, 1.0});
   expect_close(maximum(n, m), {kNaN, kNaN, 2}, 0, 0);
   expect_close(minimum(n, m), {kNaN, kNaN, 1}, 0, 0);
   // float division by zero follows IEEE, also with rounding modes
-  Tensor one = tensor<double>({1.0, -1.0, 0.0}), zero = tensor<double>({0.0, 0.0, 0.0});
-  expect_close(div(one, zero), {kInf, -kInf, kNaN}, 0, 0);
-  expect_close(div(one, zero, "floor"), {kInf, -kInf, kNaN}, 0, 0);
-  expect_close(div(one, zero, "trunc"), {kInf, -kInf, kNaN}, 0, 0);
-  expect_close(floor_divide(one, zero), {kInf, -kInf, kNaN}, 0, 0);
-  expect_close(remainder(one, zero), {kNaN, kNaN, kNaN}, 0, 0);
+  Tensor pm = tensor<double>({1.0, -1.0, 0.0}), zero = tensor<double>({0.0, 0.0, 0.0});
+  expect_close(div(pm, zero), {kInf, -kInf, kNaN}, 0, 0);
+  expect_close(div(pm, zero, "floor"), {kInf, -kInf, kNaN}, 0, 0);
+  expect_close(div(pm, zero, "trunc"), {kInf, -kInf, kNaN}, 0, 0);
+  expect_close(floor_divide(pm, zero), {kInf, -kInf, kNaN}, 0, 0);
+  expect_close(remainder(pm, zero), {kNaN, kNaN, kNaN}, 0, 0);
   // pow: 0^0 = 1, negative base with integral exponent
   expect_close(pow(tensor<double>({0.0, -2.0, -8.0}), tensor<double>({0.0, 3.0, 1.0 / 3})), {1, -8, kNaN}, 0, 0);
-  EXPECT_THROW(div(one, zero, "round"), Error);
+  EXPECT_THROW(div(pm, zero, "round"), Error);
 }
 
 TEST(ElementwiseBinary, PythonSemanticsForNegativeOperands) {

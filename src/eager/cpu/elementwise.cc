@@ -152,6 +152,20 @@ V int_pow(V base, V e) {
   return r;
 }
 
+// nextafter for Half/BFloat16 values (given as floats): step the 16-bit pattern by one.
+template <class T>
+float next_16bit(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  if (a == b) return b;
+  uint16_t bits = T(a).bits;
+  if (a == 0) bits = std::signbit(b) ? 0x8001 : 0x0001;  // the smallest subnormal towards b
+  else if ((a < b) == (a > 0)) ++bits;                    // away from zero
+  else --bits;
+  T r;
+  r.bits = bits;
+  return float(r);
+}
+
 bool any_zero(const Tensor& t) {
   Tensor z = eq(t, ops::scalar_to_tensor(Scalar(int64_t(0))));
   return any(z).item<bool>();
@@ -248,8 +262,13 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
     case OpId::hypot: binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::hypot(u, v); }); break;
     case OpId::copysign: binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::copysign(u, v); }); break;
     case OpId::nextafter:
-      // 16-bit floats step in their own precision: compute in the storage type's spacing.
-      KILN_CHECK(rdt == kFloat32 || rdt == kFloat64, "nextafter is implemented for float32 and float64, not ", name(rdt));
+      if (rdt == kFloat16 || rdt == kBFloat16) {
+        // 16-bit floats step in their own precision: the neighbour of the storage value.
+        Tensor xa = x.to(rdt), ya = y.to(rdt);
+        if (rdt == kFloat16) map_binary<Half, Half>(out, xa, ya, next_16bit<Half>);
+        else map_binary<BFloat16, BFloat16>(out, xa, ya, next_16bit<BFloat16>);
+        break;
+      }
       binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::nextafter(u, v); });
       break;
     case OpId::eq: binary_run(out, x, y, dt, [](auto u, auto v) { return u == v; }); break;
