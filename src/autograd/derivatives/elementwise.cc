@@ -1,4 +1,6 @@
 // Derivative formulas of the elementwise prims, written with kiln ops.
+#include <kiln/autograd.h>
+
 #include <cmath>
 
 #include "autograd/derivatives/common.h"
@@ -6,13 +8,23 @@
 namespace kiln::autograd {
 namespace {
 
-// Unary ops: d(out)/d(x) as a tensor, from the input x and the output y.
+// The forward output for use in a formula. The engine keeps outputs without their history, so
+// while the backward pass is itself recorded (create_graph) the output is recomputed from the
+// inputs: otherwise second derivatives would miss its dependence on them.
+#define SAVED_OUTPUT(recompute) (is_grad_enabled() ? Tensor(recompute) : g.outputs[0])
+
+// Unary ops: d(out)/d(x) as a tensor, from the input x.
 #define UNARY_DERIV(op, expr)                                   \
   KILN_DERIVATIVE(op) {                                         \
     const Tensor& x = g.inputs[0];                              \
-    const Tensor& y = g.outputs[0];                             \
     (void)x;                                                    \
-    (void)y;                                                    \
+    return {mul(g.grads[0], (expr))};                           \
+  }
+// ... and from the output y = fwd(x).
+#define UNARY_DERIV_Y(op, fwd, expr)                            \
+  KILN_DERIVATIVE(op) {                                         \
+    const Tensor& x = g.inputs[0];                              \
+    const Tensor y = SAVED_OUTPUT(fwd);                         \
     return {mul(g.grads[0], (expr))};                           \
   }
 #define ZERO_DERIV(op) \
@@ -20,19 +32,19 @@ namespace {
 
 UNARY_DERIV(neg, num(-1))
 UNARY_DERIV(abs, sign(x))
-UNARY_DERIV(exp, y)
-UNARY_DERIV(exp2, mul(y, num(M_LN2)))
-UNARY_DERIV(expm1, add(y, num(1)))
+UNARY_DERIV_Y(exp, exp(x), y)
+UNARY_DERIV_Y(exp2, exp2(x), mul(y, num(M_LN2)))
+UNARY_DERIV_Y(expm1, expm1(x), add(y, num(1)))
 UNARY_DERIV(log, reciprocal(x))
 UNARY_DERIV(log2, reciprocal(mul(x, num(M_LN2))))
 UNARY_DERIV(log1p, reciprocal(add(x, num(1))))
-UNARY_DERIV(sqrt, div(num(0.5), y))
-UNARY_DERIV(rsqrt, mul(num(-0.5), pow(y, num(3))))
-UNARY_DERIV(reciprocal, neg(mul(y, y)))
+UNARY_DERIV_Y(sqrt, sqrt(x), div(num(0.5), y))
+UNARY_DERIV_Y(rsqrt, rsqrt(x), mul(num(-0.5), pow(y, num(3))))
+UNARY_DERIV_Y(reciprocal, reciprocal(x), neg(mul(y, y)))
 UNARY_DERIV(sin, cos(x))
 UNARY_DERIV(cos, neg(sin(x)))
-UNARY_DERIV(tan, add(num(1), mul(y, y)))
-UNARY_DERIV(tanh, sub(num(1), mul(y, y)))
+UNARY_DERIV_Y(tan, tan(x), add(num(1), mul(y, y)))
+UNARY_DERIV_Y(tanh, tanh(x), sub(num(1), mul(y, y)))
 UNARY_DERIV(asin, rsqrt(sub(num(1), mul(x, x))))
 UNARY_DERIV(acos, neg(rsqrt(sub(num(1), mul(x, x)))))
 UNARY_DERIV(atan, reciprocal(add(num(1), mul(x, x))))
@@ -43,8 +55,8 @@ UNARY_DERIV(acosh, rsqrt(sub(mul(x, x), num(1))))
 UNARY_DERIV(atanh, reciprocal(sub(num(1), mul(x, x))))
 UNARY_DERIV(erf, mul(num(2 / std::sqrt(M_PI)), exp(neg(mul(x, x)))))
 UNARY_DERIV(erfc, mul(num(-2 / std::sqrt(M_PI)), exp(neg(mul(x, x)))))
-UNARY_DERIV(erfinv, mul(num(std::sqrt(M_PI) / 2), exp(mul(y, y))))
-UNARY_DERIV(sigmoid, mul(y, sub(num(1), y)))
+UNARY_DERIV_Y(erfinv, erfinv(x), mul(num(std::sqrt(M_PI) / 2), exp(mul(y, y))))
+UNARY_DERIV_Y(sigmoid, sigmoid(x), mul(y, sub(num(1), y)))
 UNARY_DERIV(lgamma, digamma(x))
 ZERO_DERIV(sign)
 ZERO_DERIV(floor)
@@ -73,7 +85,8 @@ KILN_DERIVATIVE(fmod) {
   return {to_input(g, 0, d), g.needs(1) ? to_input(g, 1, mul(neg(d), trunc(div(x, y)))) : Tensor()};
 }
 KILN_DERIVATIVE(pow) {
-  const Tensor &x = g.inputs[0], &e = g.inputs[1], &d = g.grads[0], &y = g.outputs[0];
+  const Tensor &x = g.inputs[0], &e = g.inputs[1], &d = g.grads[0];
+  const Tensor y = SAVED_OUTPUT(pow(x, e));
   Tensor gx, gexp;
   if (g.needs(0)) {
     // e * x^(e-1), taken as 0 where e == 0 (so 0^0 has no NaN gradient)
@@ -109,7 +122,8 @@ KILN_DERIVATIVE(atan2) {
           g.needs(1) ? to_input(g, 1, div(mul(neg(d), x), r2)) : Tensor()};
 }
 KILN_DERIVATIVE(hypot) {
-  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0], &h = g.outputs[0];
+  const Tensor &x = g.inputs[0], &y = g.inputs[1], &d = g.grads[0];
+  const Tensor h = SAVED_OUTPUT(hypot(x, y));
   return {g.needs(0) ? to_input(g, 0, div(mul(d, x), h)) : Tensor(),
           g.needs(1) ? to_input(g, 1, div(mul(d, y), h)) : Tensor()};
 }

@@ -102,6 +102,16 @@ std::vector<Tensor> unary_kernel(const Args& a, const std::vector<TensorSpec>& s
   return {out};
 }
 
+// Integer division and modulo by -1 are done without dividing: INT_MIN / -1 traps on x86.
+template <class V>
+bool is_minus_one(V b) {
+  if constexpr (std::is_signed_v<V>) return b == V(-1); else return false;
+}
+template <class V>
+V wrap_neg(V a) { return V(std::make_unsigned_t<V>(0) - std::make_unsigned_t<V>(a)); }
+template <class V>
+V int_mod(V a, V b) { return is_minus_one(b) ? V(0) : V(a % b); }
+
 template <class V>
 V floor_div(V a, V b) {
   if constexpr (std::is_floating_point_v<V>) {
@@ -112,7 +122,8 @@ V floor_div(V a, V b) {
     if (d - fd > V(0.5)) fd += 1;
     return d == 0 ? std::copysign(V(0), a / b) : fd;
   } else {
-    V q = a / b;
+    if (is_minus_one(b)) return wrap_neg(a);
+    V q = V(a / b);
     return (a % b != 0 && ((a < 0) != (b < 0))) ? V(q - 1) : q;
   }
 }
@@ -124,7 +135,7 @@ V py_mod(V a, V b) {
     if (m != 0 && ((b < 0) != (m < 0))) m += b;
     return m;
   } else {
-    V m = V(a % b);
+    V m = int_mod(a, b);
     return (m != 0 && ((b < 0) != (m < 0))) ? V(m + b) : m;
   }
 }
@@ -139,6 +150,20 @@ V int_pow(V base, V e) {
     e >>= 1;
   }
   return r;
+}
+
+// nextafter for Half/BFloat16 values (given as floats): step the 16-bit pattern by one.
+template <class T>
+float next_16bit(float a, float b) {
+  if (std::isnan(a) || std::isnan(b)) return a + b;
+  if (a == b) return b;
+  uint16_t bits = T(a).bits;
+  if (a == 0) bits = std::signbit(b) ? 0x8001 : 0x0001;  // the smallest subnormal towards b
+  else if ((a < b) == (a > 0)) ++bits;                    // away from zero
+  else --bits;
+  T r;
+  r.bits = bits;
+  return float(r);
 }
 
 bool any_zero(const Tensor& t) {
@@ -190,7 +215,8 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
       binary_run(out, x, y, rdt, [floor_mode](auto u, auto v) requires(!std::is_same_v<decltype(u), bool>) {
         using V = decltype(u);
         if (floor_mode) return floor_div(u, v);
-        if constexpr (std::is_floating_point_v<V>) return std::trunc(u / v); else return V(u / v);
+        if constexpr (std::is_floating_point_v<V>) return std::trunc(u / v);
+        else return is_minus_one(v) ? wrap_neg(u) : V(u / v);
       });
       break;
     }
@@ -205,11 +231,13 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
     case OpId::fmod:
       if (is_integral(rdt, true)) KILN_CHECK_HINT(!any_zero(y), "mask the zeros out first", "integer modulo by zero");
       binary_run(out, x, y, rdt, [](auto u, auto v) requires(!std::is_same_v<decltype(u), bool>) {
-        if constexpr (std::is_floating_point_v<decltype(u)>) return std::fmod(u, v); else return decltype(u)(u % v);
+        if constexpr (std::is_floating_point_v<decltype(u)>) return std::fmod(u, v); else return int_mod(u, v);
       });
       break;
     case OpId::pow:
-      if (is_integral(rdt)) {
+      // As PyTorch: a negative scalar exponent of an integer base is an error; a tensor of
+      // exponents may hold negative ones (the result is then 1, -1 or 0).
+      if (is_integral(rdt) && y.is_wrapped_number()) {
         Tensor neg_exp = lt(y, ops::scalar_to_tensor(Scalar(int64_t(0))));
         KILN_CHECK_HINT(!any(neg_exp).item<bool>(), "convert the base to a float dtype",
                         "integers to negative integer powers are not allowed");
@@ -234,8 +262,13 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
     case OpId::hypot: binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::hypot(u, v); }); break;
     case OpId::copysign: binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::copysign(u, v); }); break;
     case OpId::nextafter:
-      // 16-bit floats step in their own precision: compute in the storage type's spacing.
-      KILN_CHECK(rdt == kFloat32 || rdt == kFloat64, "nextafter is implemented for float32 and float64, not ", name(rdt));
+      if (rdt == kFloat16 || rdt == kBFloat16) {
+        // 16-bit floats step in their own precision: the neighbour of the storage value.
+        Tensor xa = x.to(rdt), ya = y.to(rdt);
+        if (rdt == kFloat16) map_binary<Half, Half>(out, xa, ya, next_16bit<Half>);
+        else map_binary<BFloat16, BFloat16>(out, xa, ya, next_16bit<BFloat16>);
+        break;
+      }
       binary_run(out, x, y, rdt, [](auto u, auto v) requires std::is_floating_point_v<decltype(u)> { return std::nextafter(u, v); });
       break;
     case OpId::eq: binary_run(out, x, y, dt, [](auto u, auto v) { return u == v; }); break;
