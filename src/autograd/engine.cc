@@ -78,6 +78,7 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   }
   node->saved = a;
   node->inputs = std::move(inputs);
+  for (const Tensor& t : node->inputs) node->saved_versions.push_back(t.impl()->storage->version);
   node->seq = g_seq++;
   node->num_outputs = outs.size();
   node->pre_hooks.resize(outs.size());
@@ -104,6 +105,13 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   KILN_CHECK_HINT(!released, "pass retain_graph=true to the first backward() if you need to call it twice",
                   "trying to backward through the graph a second time (", name(),
                   "): its saved tensors were freed after the first backward");
+  for (size_t i = 0; i < saved_versions.size() && !(ops::op_info(saved.op).flags & ops::MUTATES); ++i) {
+    const Tensor& t = inputs[i];
+    KILN_CHECK_HINT(t.impl()->storage->version == saved_versions[i],
+                    "clone() the tensor before modifying it in place, or modify it after backward()",
+                    "one of the tensors needed to compute the gradient of ", name(),
+                    " has been modified by an in-place operation");
+  }
   bool any = false;
   for (auto& g : grads) any = any || g.defined();
   if (!any) return std::vector<Tensor>(next.size());
@@ -140,6 +148,34 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
     m.grad = is_grad_enabled() ? add(m.grad, g) : add(m.grad, g.detach());
   }
   return {};
+}
+
+namespace {
+// Replaces every saved tensor of `node` that shares storage with t by a private copy.
+void keep_private_copy(OpNode* node, const Tensor& t) {
+  for (size_t i = 0; i < node->inputs.size(); ++i) {
+    if (!node->inputs[i].shares_storage(t)) continue;
+    Tensor copy = clone(node->inputs[i].detach());
+    for (ops::Arg& arg : node->saved.v)
+      if (auto* s = std::get_if<Tensor>(&arg); s && s->is_same(node->inputs[i])) *s = copy;
+    node->inputs[i] = copy;
+    node->saved_versions[i] = copy.impl()->storage->version;
+  }
+  for (Tensor& o : node->outputs)
+    if (o.shares_storage(t)) o = clone(o);
+}
+OpNode* op_node_of(const Tensor& t) {
+  const auto& m = t.impl()->autograd;
+  return m ? dynamic_cast<OpNode*>(m->grad_fn.get()) : nullptr;
+}
+}  // namespace
+
+void save_before_overwrite(const Tensor& self, const Tensor& result) {
+  if (OpNode* n = op_node_of(result)) keep_private_copy(n, self);
+}
+
+void before_inplace_write(const Tensor& self) {
+  if (OpNode* n = op_node_of(self)) keep_private_copy(n, self);
 }
 
 Tensor sum_to(const Tensor& grad, const SymShape& shape) {

@@ -47,6 +47,7 @@ struct OpNode : Node {
   std::vector<Tensor> inputs;        // saved.tensor_inputs()
   std::vector<Tensor> outputs;       // detached aliases of the forward outputs
   std::vector<bool> input_needs_grad;
+  std::vector<uint64_t> saved_versions;  // storage versions of the inputs when saved
   bool released = false;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override;
@@ -72,6 +73,12 @@ Edge gradient_edge(const Tensor& t);
 
 void run_backward(const TensorList& roots, const TensorList& grad_roots, bool retain_graph, bool create_graph,
                   const TensorList* inputs, TensorList* input_grads, bool allow_unused);
+
+// Before self is overwritten in place with `result` (an in-place method), makes the node that
+// computed result keep its own copy of self if it saved it.
+void save_before_overwrite(const Tensor& self, const Tensor& result);
+// Before self is written in place: the node that produced self keeps a copy of its saved output.
+void before_inplace_write(const Tensor& self);
 
 // Reduces a gradient of a broadcast result back to the shape of the operand that was broadcast.
 Tensor sum_to(const Tensor& grad, const SymShape& shape);

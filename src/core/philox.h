@@ -17,16 +17,24 @@ struct Philox4x32 {
     c[2] = n2;
     c[3] = lo0;
   }
-  // Four 32-bit random words for counter `ctr` under key `seed`.
-  static void generate(uint64_t seed, uint64_t ctr, uint32_t out[4]) {
-    uint32_t c[4] = {uint32_t(ctr), uint32_t(ctr >> 32), 0, 0};
-    uint32_t k[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+  // The full generator: a 128-bit counter and a 64-bit key give 128 random bits.
+  static void generate4(const uint32_t ctr[4], const uint32_t key[2], uint32_t out[4]) {
+    uint32_t c[4] = {ctr[0], ctr[1], ctr[2], ctr[3]};
+    uint32_t k[2] = {key[0], key[1]};
     for (int r = 0; r < 10; ++r) {
+      if (r > 0) {
+        k[0] += 0x9E3779B9u;
+        k[1] += 0xBB67AE85u;
+      }
       round(c, k);
-      k[0] += 0x9E3779B9u;
-      k[1] += 0xBB67AE85u;
     }
     for (int i = 0; i < 4; ++i) out[i] = c[i];
+  }
+  // Four 32-bit random words for counter `ctr` (upper counter words 0) under key `seed`.
+  static void generate(uint64_t seed, uint64_t ctr, uint32_t out[4]) {
+    const uint32_t c[4] = {uint32_t(ctr), uint32_t(ctr >> 32), 0, 0};
+    const uint32_t k[2] = {uint32_t(seed), uint32_t(seed >> 32)};
+    generate4(c, k, out);
   }
   // Element i of a uniform [0, 1) stream: 24 random bits, exact in float32.
   static float uniform(uint64_t seed, uint64_t i) {

@@ -18,6 +18,7 @@ struct Storage {
   size_t nbytes = 0;
   Device device;
   bool fake = false;
+  uint64_t version = 0;  // bumped by every in-place write; autograd checks saved tensors with it
   void (*deleter)(void*) = nullptr;  // null: memory is borrowed (from_blob)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);

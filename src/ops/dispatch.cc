@@ -79,13 +79,21 @@ std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
       if (auto r = t_mode->intercept(a)) return std::move(*r);
     }
     const OpInfo& info = op_info(op);
+    if (info.flags & MUTATES) autograd::before_inplace_write(a.tensor(0));
+    std::vector<Tensor> outs;
     if (is_grad_enabled() && autograd::any_requires_grad(a)) {
-      if (info.differentiable()) return autograd::call_with_grad(a);
+      if (info.differentiable()) {
+        if (info.flags & MUTATES) a.tensor(0).impl()->storage->version++;  // before the node saves versions
+        return autograd::call_with_grad(a);
+      }
       // Not differentiable: its outputs never require grad, whatever its inputs do.
       NoGradGuard no_grad;
-      return call_backend(a);
+      outs = call_backend(a);
+    } else {
+      outs = call_backend(a);
     }
-    return call_backend(a);
+    if (info.flags & MUTATES) a.tensor(0).impl()->storage->version++;
+    return outs;
   } catch (Error& e) {
     // Report the outermost op the user called with its inputs; inner ops become context.
     Error::Info info = e.info();
@@ -110,6 +118,7 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
   KILN_CHECK_HINT(can_cast(result.dtype(), self.dtype()), "convert the target first (e.g. x = x.to(kFloat32))",
                   name, ": result type ", kiln::name(result.dtype()), " can't be cast to the desired output type ",
                   kiln::name(self.dtype()));
+  if (is_grad_enabled()) autograd::save_before_overwrite(self, result);
   copy_(self, result);
   return self;
 }

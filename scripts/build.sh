@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Configures and builds kiln. Usage: scripts/build.sh [--sanitize]   (build dir: build/ or build-asan/)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+if [ "${1:-}" = "--sanitize" ]; then
+  dir=build-asan
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF >/dev/null
+else
+  dir=build
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+ninja -C "$dir"
