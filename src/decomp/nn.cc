@@ -66,5 +66,44 @@ KILN_DECOMP(pairwise_distance) {
   return {vector_norm(d, a.f64(2), {nd == 0 ? 0 : nd - 1}, a.b(4))};
 }
 
+
+KILN_DECOMP(embedding) {
+  const Tensor &idx = a.tensor(0), &w = a.tensor(1);
+  KILN_CHECK(is_integral(idx.dtype()), "embedding: expected indices of an integral dtype, got ", name(idx.dtype()));
+  KILN_CHECK(w.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, embedding_dim), got ", w.dim(), " dims");
+  SymShape out = idx.sym_sizes();
+  out.push_back(w.sym_size(1));
+  Tensor rows = reshape(index_select(w, 0, reshape(idx, {-1})), out);
+  if (auto pad = a.opt_i64(2)) {
+    const int64_t n = w.size(0);
+    KILN_CHECK(*pad >= -n && *pad < n, "embedding: padding_idx must be within num_embeddings (", n, "), got ", *pad);
+    const int64_t p = *pad < 0 ? *pad + n : *pad;
+    // Same values; rows looked up at padding_idx pass no gradient to the weight.
+    rows = where(unsqueeze(eq(idx, num(double(p))), -1), rows.detach(), rows);
+  }
+  return {rows};
+}
+
+KILN_DECOMP(embedding_bag) {
+  const Tensor &idx = a.tensor(0), &w = a.tensor(1), &off = a.tensor(2);
+  const std::string& mode = a.str(3);
+  KILN_CHECK(mode == "sum" || mode == "mean", "embedding_bag: mode must be \"sum\" or \"mean\", got ", mode);
+  KILN_CHECK(idx.dim() == 1 && off.dim() == 1, "embedding_bag: expected 1-D input and 1-D offsets, got ", idx.dim(),
+             " and ", off.dim(), " dims");
+  KILN_CHECK(is_integral(idx.dtype()) && is_integral(off.dtype()), "embedding_bag: expected integral input and offsets");
+  KILN_CHECK(w.dim() == 2, "embedding_bag: expected a 2-D weight, got ", w.dim(), " dims");
+  const int64_t n = idx.size(0), bags = off.size(0);
+  if (!off.is_fake() && bags > 0)
+    KILN_CHECK(off.to_vector<int64_t>()[0] == 0, "embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0");
+  Tensor rows = index_select(w, 0, idx);  // (n, D)
+  // Bag of element j: the number of offsets <= j, minus one; as a (bags, n) membership matrix.
+  Tensor pos = unsqueeze(iota(n, 0, 1, kInt64, w.device()), 0);
+  Tensor bag = sub(sum(ge(pos, unsqueeze(cast_to(off, kInt64), 1)), {0}), num(1));  // (n)
+  Tensor member = convert_element_type(eq(unsqueeze(bag, 0), unsqueeze(iota(bags, 0, 1, kInt64, w.device()), 1)), w.dtype());
+  Tensor out = matmul(member, rows);
+  if (mode == "mean") out = div(out, maximum(sum(member, {1}, true), num(1)));  // empty bags give 0
+  return {out};
+}
+
 }  // namespace
 }  // namespace kiln::decomp
