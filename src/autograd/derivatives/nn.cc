@@ -1,0 +1,106 @@
+// Derivative formulas of the hot NN composites (softmax, log_softmax, layer_norm, rms_norm,
+// binary_cross_entropy), written with kiln ops. With these registered, the fast kernels run in
+// the forward pass even when gradients are needed.
+#include <kiln/autograd.h>
+
+#include "autograd/derivatives/common.h"
+#include "decomp/nn_util.h"
+
+namespace kiln::autograd {
+namespace {
+using decomp::cast_to;
+using decomp::upcast;
+
+// Dims before the normalized ones (summed for weight / bias gradients).
+std::vector<int64_t> leading_dims(int64_t ndim, int64_t k) {
+  std::vector<int64_t> d;
+  for (int64_t i = 0; i < ndim - k; ++i) d.push_back(i);
+  return d;
+}
+Tensor sum_leading(const Tensor& t, int64_t k) {
+  std::vector<int64_t> d = leading_dims(t.dim(), k);
+  return d.empty() ? t : sum(t, d);
+}
+
+// The forward output; recomputed from the input when the backward itself is being recorded
+// (create_graph), since saved outputs are detached and second derivatives must reach x.
+Tensor output_for_grad(const ops::GradCtx& g, const std::function<Tensor()>& recompute) {
+  return is_grad_enabled() ? recompute() : g.outputs[0];
+}
+
+KILN_DERIVATIVE(softmax) {
+  const Tensor& x = g.inputs[0];
+  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  Tensor y = upcast(output_for_grad(g, [&] { return softmax(x, dim, g.args.opt_dtype(2)); }));
+  Tensor d = upcast(g.grads[0]);
+  return {mul(y, sub(d, sum(mul(d, y), {dim}, true)))};
+}
+
+KILN_DERIVATIVE(log_softmax) {
+  const Tensor& x = g.inputs[0];
+  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  Tensor y = upcast(output_for_grad(g, [&] { return log_softmax(x, dim, g.args.opt_dtype(2)); }));
+  Tensor d = upcast(g.grads[0]);
+  return {sub(d, mul(exp(y), sum(d, {dim}, true)))};
+}
+
+KILN_DERIVATIVE(layer_norm) {
+  const Tensor& x = g.inputs[0];
+  const int64_t k = int64_t(g.args.symints(1).size());
+  const bool has_w = !g.args.is_none(2), has_b = !g.args.is_none(3);
+  const Tensor w = has_w ? g.inputs[1] : Tensor();
+  const std::vector<int64_t> dims = decomp::trailing_dims(x.dim(), k);
+  Tensor xc = upcast(x);
+  Tensor d = sub(xc, mean(xc, dims, true));
+  Tensor rstd = rsqrt(add(mean(mul(d, d), dims, true), num(g.args.f64(4))));
+  Tensor xhat = mul(d, rstd);
+  Tensor gc = upcast(g.grads[0]);
+  Tensor gy = has_w ? mul(gc, w) : gc;
+  std::vector<Tensor> r(g.inputs.size());
+  if (g.needs(0))
+    r[0] = mul(rstd, sub(sub(gy, mean(gy, dims, true)), mul(xhat, mean(mul(gy, xhat), dims, true))));
+  if (has_w && g.needs(1)) r[1] = sum_leading(mul(gc, xhat), k);
+  const size_t bi = has_w ? 2 : 1;
+  if (has_b && g.needs(bi)) r[bi] = sum_leading(gc, k);
+  return r;
+}
+
+KILN_DERIVATIVE(rms_norm) {
+  const Tensor& x = g.inputs[0];
+  const int64_t k = int64_t(g.args.symints(1).size());
+  const bool has_w = !g.args.is_none(2);
+  const std::vector<int64_t> dims = decomp::trailing_dims(x.dim(), k);
+  Tensor xc = upcast(x);
+  Tensor rr = rsqrt(add(mean(mul(xc, xc), dims, true), num(decomp::rms_norm_eps(x.dtype(), g.args.opt_f64(3)))));
+  Tensor gc = upcast(g.grads[0]);
+  Tensor gy = has_w ? mul(gc, g.inputs[1]) : gc;
+  std::vector<Tensor> r(g.inputs.size());
+  // d(x r)/dx = r - x r^3 mean(x .)
+  if (g.needs(0)) r[0] = sub(mul(rr, gy), mul(mul(xc, pow(rr, num(3))), mean(mul(gy, xc), dims, true)));
+  if (has_w && g.needs(1)) r[1] = sum_leading(mul(gc, cast_to(mul(xc, rr), x.dtype())), k);
+  return r;
+}
+
+// As PyTorch's binary_cross_entropy_backward: (x - t) / max(x (1 - x), 1e-12), finite at 0 and 1.
+KILN_DERIVATIVE(binary_cross_entropy) {
+  const Tensor &x = g.inputs[0], &t = g.inputs[1];
+  const bool has_w = !g.args.is_none(2);
+  const std::string& reduction = g.args.str(3);
+  const DType c = decomp::compute_dtype(x.dtype());
+  Tensor xc = cast_to(x, c), tc = cast_to(t, c);
+  Tensor d = upcast(g.grads[0]);
+  if (reduction == "mean") d = div(d, num(double(x.sym_numel().hint())));
+  d = expand(d, x.sym_sizes());
+  Tensor wd = has_w ? mul(d, cast_to(g.inputs[2], c)) : d;
+  std::vector<Tensor> r(g.inputs.size());
+  if (g.needs(0)) r[0] = div(mul(wd, sub(xc, tc)), maximum(mul(xc, sub(num(1), xc)), num(1e-12)));
+  if (g.needs(1)) r[1] = mul(wd, sub(log1p(neg(xc)), log(xc)));
+  if (has_w && g.needs(2)) {
+    Tensor loss = neg(add(mul(tc, maximum(log(xc), num(-100))), mul(sub(num(1), tc), maximum(log1p(neg(xc)), num(-100)))));
+    r[2] = to_input(g, 2, mul(d, loss));
+  }
+  return r;
+}
+
+}  // namespace
+}  // namespace kiln::autograd

@@ -1,0 +1,66 @@
+// Helpers shared by the NN decompositions (norm.cc, loss.cc, nn.cc, attention.cc).
+#pragma once
+#include <kiln/ops.h>
+
+#include <string>
+#include <vector>
+
+#include "ops/dispatch.h"
+#include "ops/meta/meta_util.h"
+
+namespace kiln::decomp {
+
+inline Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+
+// The dtype NN ops compute in: 16-bit floats go through float32 as PyTorch's CPU kernels do.
+inline DType compute_dtype(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
+inline Tensor upcast(const Tensor& x) {
+  const DType c = compute_dtype(x.dtype());
+  return c == x.dtype() ? x : convert_element_type(x, c);
+}
+inline Tensor cast_to(const Tensor& x, DType t) { return x.dtype() == t ? x : convert_element_type(x, t); }
+
+// The last k dims of an n-dim tensor.
+inline std::vector<int64_t> trailing_dims(int64_t n, int64_t k) {
+  std::vector<int64_t> d;
+  for (int64_t i = n - k; i < n; ++i) d.push_back(i);
+  return d;
+}
+
+// Applies a loss reduction: "none", "mean" or "sum".
+inline Tensor reduce_loss(const Tensor& loss, const std::string& reduction, const char* op) {
+  if (reduction == "none") return loss;
+  if (reduction == "sum") return sum(loss);
+  KILN_CHECK_HINT(reduction == "mean", "use reduction=\"none\", \"mean\" or \"sum\"", op, ": ", reduction,
+                  " is not a valid value for reduction");
+  return mean(loss);
+}
+
+// Checks the shape of a layer_norm / rms_norm input against normalized_shape (and a weight).
+inline void check_normalized_shape(const char* op, const Tensor& x, const SymShape& ns, const Tensor& w,
+                                   const Tensor& b) {
+  KILN_CHECK(!ns.empty(), op, ": expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element");
+  const SymShape xs = x.sym_sizes();
+  bool ok = int64_t(ns.size()) <= x.dim();
+  for (size_t i = 0; ok && i < ns.size(); ++i) ok = xs[xs.size() - ns.size() + i] == ns[i];
+  KILN_CHECK_HINT(ok, "normalized_shape must equal the input's last dims", op, ": given normalized_shape=",
+                  shape_str(ns), ", expected input with shape [*, ", shape_str(ns), "], but got input of size ",
+                  shape_str(xs));
+  KILN_CHECK(!w.defined() || w.sym_sizes() == ns, op, ": expected weight to be of same shape as normalized_shape, but got weight of shape ",
+             shape_str(w.sym_sizes()), " and normalized_shape = ", shape_str(ns));
+  KILN_CHECK(!b.defined() || b.sym_sizes() == ns, op, ": expected bias to be of same shape as normalized_shape, but got bias of shape ",
+             shape_str(b.sym_sizes()), " and normalized_shape = ", shape_str(ns));
+  KILN_CHECK(is_floating(x.dtype()), op, ": expected a floating point input, got ", name(x.dtype()));
+}
+
+// eps of rms_norm when None: the epsilon of the type it computes in, as PyTorch.
+inline double rms_norm_eps(DType t, std::optional<double> eps) {
+  double e = eps ? *eps : (compute_dtype(t) == kFloat64 ? 2.220446049250313e-16 : 1.1920928955078125e-07);
+  // PyTorch holds eps in the input's scalar type.
+  if (t == kFloat32) e = double(float(e));
+  else if (t == kBFloat16) e = double(float(BFloat16(float(e))));
+  else if (t == kFloat16) e = double(float(Half(float(e))));
+  return e;
+}
+
+}  // namespace kiln::decomp

@@ -1,0 +1,111 @@
+// Fast CPU kernels of softmax / log_softmax: the input viewed as (outer, n, inner) with the
+// softmax dim in the middle; max, sum of exp and output per row with float accumulation
+// (double for float64), rows split across OpenMP threads. Same results as the decomposition.
+#include <kiln/ops.h>
+
+#include <limits>
+
+#include "decomp/nn_util.h"
+#include "eager/cpu/loops.h"
+
+namespace kiln::cpu {
+namespace {
+using ops::Args;
+
+template <class T>
+using row_acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+
+std::vector<TensorSpec> softmax_meta(const Args& a) {
+  const Tensor& x = a.tensor(0);
+  const DType dt = a.opt_dtype(2).value_or(x.dtype());
+  KILN_CHECK_HINT(is_floating(dt), "convert the input or pass dtype=kFloat32", ops::op_info(a.op).name,
+                  ": expected a floating point input, got ", name(dt));
+  ops::wrap_dim(a.i64(1), x.dim());
+  return {ops::spec_like(x, dt)};
+}
+
+// Rows along the last dim (inner == 1): contiguous, one thread per block of rows.
+template <class T, bool LOG>
+void softmax_lastdim(const T* x, T* y, int64_t outer, int64_t n) {
+  using A = row_acc<T>;
+#pragma omp parallel if (outer * n > 16384 && outer > 1)
+  {
+    std::vector<A> buf(size_t(LOG ? 0 : n));
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* xr = x + o * n;
+      T* yr = y + o * n;
+      A m = -std::numeric_limits<A>::infinity();
+      for (int64_t k = 0; k < n; ++k) m = std::max(m, A(xr[k]));
+      A s = 0;
+      if constexpr (LOG) {
+        for (int64_t k = 0; k < n; ++k) s += std::exp(A(xr[k]) - m);
+        const A ls = std::log(s);
+        for (int64_t k = 0; k < n; ++k) yr[k] = T((A(xr[k]) - m) - ls);
+      } else {
+        for (int64_t k = 0; k < n; ++k) {
+          buf[size_t(k)] = std::exp(A(xr[k]) - m);
+          s += buf[size_t(k)];
+        }
+        const A inv = A(1) / s;
+        for (int64_t k = 0; k < n; ++k) yr[k] = T(buf[size_t(k)] * inv);
+      }
+    }
+  }
+}
+
+// Softmax over a middle dim: for each outer block, column-wise max and sums over n rows of inner.
+template <class T, bool LOG>
+void softmax_inner(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
+  using A = row_acc<T>;
+#pragma omp parallel if (outer * n * inner > 16384)
+  {
+    std::vector<A> m(static_cast<size_t>(inner)), s(static_cast<size_t>(inner));
+#pragma omp for schedule(static)
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* xb = x + o * n * inner;
+      T* yb = y + o * n * inner;
+      std::fill(m.begin(), m.end(), -std::numeric_limits<A>::infinity());
+      std::fill(s.begin(), s.end(), A(0));
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < inner; ++i) m[size_t(i)] = std::max(m[size_t(i)], A(xb[k * inner + i]));
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < inner; ++i) s[size_t(i)] += std::exp(A(xb[k * inner + i]) - m[size_t(i)]);
+      for (int64_t i = 0; i < inner; ++i) s[size_t(i)] = LOG ? std::log(s[size_t(i)]) : A(1) / s[size_t(i)];
+      for (int64_t k = 0; k < n; ++k)
+        for (int64_t i = 0; i < inner; ++i) {
+          const A d = A(xb[k * inner + i]) - m[size_t(i)];
+          yb[k * inner + i] = LOG ? T(d - s[size_t(i)]) : T(std::exp(d) * s[size_t(i)]);
+        }
+    }
+  }
+}
+
+std::vector<Tensor> softmax_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  Tensor out = make_tensor(specs[0]);
+  if (out.numel() == 0) return {out};
+  Tensor x = contiguous(decomp::cast_to(a.tensor(0), out.dtype()));
+  const int64_t dim = ops::wrap_dim(a.i64(1), x.dim());
+  int64_t outer = 1, inner = 1;
+  const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
+  for (int64_t d = 0; d < dim; ++d) outer *= x.size(d);
+  for (int64_t d = dim + 1; d < x.dim(); ++d) inner *= x.size(d);
+  const bool log_ = a.op == ops::OpId::log_softmax;
+  visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
+    if constexpr (std::is_floating_point_v<acc_t<T>>) {
+      const T* xp = x.data<T>();
+      T* yp = out.data<T>();
+      if (inner == 1) log_ ? softmax_lastdim<T, true>(xp, yp, outer, n) : softmax_lastdim<T, false>(xp, yp, outer, n);
+      else log_ ? softmax_inner<T, true>(xp, yp, outer, n, inner) : softmax_inner<T, false>(xp, yp, outer, n, inner);
+    }
+  });
+  return {out};
+}
+
+KILN_REGISTER(meta, softmax, softmax_meta);
+KILN_REGISTER(meta, log_softmax, softmax_meta);
+KILN_REGISTER(kernel, softmax, softmax_kernel);
+KILN_REGISTER(kernel, log_softmax, softmax_kernel);
+
+}  // namespace
+}  // namespace kiln::cpu
