@@ -44,7 +44,7 @@ void print_rec(std::ostringstream& os, const Shape& shown, const Shape& full, co
   const std::string row_sep =
       last ? ", " : ",\n" + std::string(shown.size() - dim - 2, '\n') + std::string(size_t(indent + 1), ' ');
   for (int64_t i = 0; i < n; ++i) {
-    if (n < full[dim] && i == kEdgeItems) os << (last ? "..., " : "..." + row_sep);
+    if (n < full[dim] && i == kEdgeItems) os << (last ? " ..., " : "..." + row_sep);
     if (last) {
       std::string s = f(vals[flat++]);
       os << std::string(size_t(std::max(0, f.width - int(s.size()))), ' ') << s;

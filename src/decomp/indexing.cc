@@ -166,7 +166,7 @@ KILN_DECOMP(pad) {
       KILN_CHECK(l <= n && rr <= n, "pad: circular padding (", l, ", ", rr, ") must be at most the dim size ", n);
     else
       KILN_CHECK(n > 0 || n + l + rr == 0, "pad: cannot replicate-pad an empty dim");
-    r = index_select(r, d, tensor(pad_positions(n, l, rr, mode), {}, kInt64));
+    r = index_select(r, d, tensor(pad_positions(n, l, rr, mode)));
   }
   return {r.is_same(x) ? view(x, x.sym_sizes()) : r};
 }

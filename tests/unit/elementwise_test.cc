@@ -547,7 +547,7 @@ TEST(ElementwiseBinary, ComparisonsAndLogical) {
 TEST(ElementwiseBinary, TypePromotion) {
   Tensor i64 = tensor<int64_t>({1, 2}), i32 = tensor<int32_t>({1, 2}), u8 = tensor<uint8_t>({1, 200});
   Tensor i8 = tensor<int8_t>({-1, 2}), b = tensor<bool>({true, false});
-  Tensor f16 = tensor<float>({1, 2}, {}, kFloat16), bf16 = tensor<float>({1, 2}, {}, kBFloat16);
+  Tensor f16 = tensor<float>({1, 2}, {2}, kFloat16), bf16 = tensor<float>({1, 2}, {2}, kBFloat16);
   Tensor f32 = tensor<float>({1, 2}), f64 = tensor<double>({1, 2});
   // wrapped numbers: a float scalar makes ints the default float; same category keeps the tensor's type
   EXPECT_EQ(add(i64, Scalar(1.5)).dtype(), kFloat32);
@@ -622,7 +622,7 @@ TEST(ElementwiseWhere, ValuesBroadcastPromotion) {
   EXPECT_EQ(w.dtype(), kFloat32);
   expect_close(w, {1, 0.5, 3}, 0, 0);
   // a wrapped number does not widen the tensor's dtype
-  Tensor h = tensor<float>({1, 2, 3}, {}, kFloat16);
+  Tensor h = tensor<float>({1, 2, 3}, {3}, kFloat16);
   Tensor w2 = where(c, h, ops::scalar_to_tensor(Scalar(0.25)));
   EXPECT_EQ(w2.dtype(), kFloat16);
   expect_close(w2, {1, 0.25, 3}, 0, 0);

@@ -22,7 +22,8 @@ struct Sample {
 using Samples = std::vector<Sample>;
 
 Tensor G(const Shape& s, double lo = -2, double hi = 2) { return grad_input(s, lo, hi); }
-Tensor I(const std::vector<int64_t>& v, const Shape& s = {}) { return tensor(v, s); }
+Tensor I(const std::vector<int64_t>& v) { return tensor(v); }
+Tensor I(const std::vector<int64_t>& v, const Shape& s) { return tensor(v, s); }
 Tensor B(const std::vector<bool>& v, const Shape& s) { return tensor(v, s); }
 Fn one(std::function<Tensor(const TensorList&)> f) {
   return [f](const TensorList& in) { return TensorList{f(in)}; };
@@ -42,6 +43,14 @@ Samples binary(std::function<Tensor(const Tensor&, const Tensor&)> f, double lo 
   return {{"same", {G({3, 4}, lo, hi), G({3, 4}, lo2, hi2)}, one(call)},
           {"broadcast row", {G({3, 4}, lo, hi), G({4}, lo2, hi2)}, one(call)},
           {"outer broadcast", {G({3, 1}, lo, hi), G({1, 4}, lo2, hi2)}, one(call)},
+          {"transposed", {G({4, 3}, lo, hi), G({3, 4}, lo2, hi2)},
+           one([f](const TensorList& in) { return f(in[0].t(), in[1]); })}};
+}
+
+// Losses: input and target of one shape, contiguous and transposed.
+Samples loss(std::function<Tensor(const Tensor&, const Tensor&)> f, double lo = -2, double hi = 2, double lo2 = -2,
+             double hi2 = 2) {
+  return {{"same", {G({3, 4}, lo, hi), G({3, 4}, lo2, hi2)}, one([f](const TensorList& in) { return f(in[0], in[1]); })},
           {"transposed", {G({4, 3}, lo, hi), G({3, 4}, lo2, hi2)},
            one([f](const TensorList& in) { return f(in[0].t(), in[1]); })}};
 }
@@ -275,18 +284,18 @@ std::map<std::string, Samples> all_samples() {
   m["batch_norm"] = {{"training", {G({4, 3, 2}), G({3}), G({3})},
                       one([](const TensorList& in) { return batch_norm(in[0], {}, {}, in[1], in[2], true); })}};
   m["instance_norm"] = {{"", {G({2, 3, 4}), G({3}), G({3})}, one([](const TensorList& in) { return instance_norm(in[0], in[1], in[2]); })}};
-  m["embedding"] = {{"", {G({5, 3})}, one([](const TensorList& in) { return embedding(I({4, 0, 4, 2}, {2, 2}), in[0], 2); })}};
+  m["embedding"] = {{"", {G({5, 3})}, one([](const TensorList& in) { return embedding(I({4, 0, 4, 2}, {2, 2}), in[0], /*padding_idx, unused here=*/1); })}};
   m["embedding_bag"] = {{"", {G({5, 3})}, one([](const TensorList& in) { return embedding_bag(I({4, 0, 4, 2, 1}), in[0], I({0, 2}), "mean"); })}};
   m["cross_entropy"] = {{"indices", {G({4, 5})}, one([](const TensorList& in) { return cross_entropy(in[0], I({1, 0, 4, -100}), {}, "mean", -100, 0.1); })},
                         {"probabilities", {G({3, 4}), G({3, 4}, 0.1, 1)}, one([](const TensorList& in) { return cross_entropy(in[0], softmax(in[1], 1)); })}};
   m["nll_loss"] = {{"", {G({4, 5}), G({5}, 0.5, 2)}, one([](const TensorList& in) { return nll_loss(in[0], I({1, 0, 4, 3}), in[1]); })}};
-  m["mse_loss"] = binary([](auto& x, auto& y) { return mse_loss(x, y.expand_as(x)); });
-  m["l1_loss"] = binary([](auto& x, auto& y) { return l1_loss(x, y.expand_as(x), "sum"); });
-  m["smooth_l1_loss"] = binary([](auto& x, auto& y) { return smooth_l1_loss(x, y.expand_as(x), "mean", 0.5); });
-  m["huber_loss"] = binary([](auto& x, auto& y) { return huber_loss(x, y.expand_as(x), "mean", 0.7); });
-  m["binary_cross_entropy"] = binary([](auto& x, auto& y) { return binary_cross_entropy(x, y.expand_as(x)); }, 0.1, 0.9, 0, 1);
-  m["binary_cross_entropy_with_logits"] = binary([](auto& x, auto& y) { return binary_cross_entropy_with_logits(x, y.expand_as(x)); }, -2, 2, 0, 1);
-  m["kl_div"] = binary([](auto& x, auto& y) { return kl_div(x, y.expand_as(x), "batchmean"); }, -2, 0, 0.1, 1);
+  m["mse_loss"] = loss([](auto& x, auto& y) { return mse_loss(x, y); });
+  m["l1_loss"] = loss([](auto& x, auto& y) { return l1_loss(x, y, "sum"); });
+  m["smooth_l1_loss"] = loss([](auto& x, auto& y) { return smooth_l1_loss(x, y, "mean", 0.5); });
+  m["huber_loss"] = loss([](auto& x, auto& y) { return huber_loss(x, y, "mean", 0.7); });
+  m["binary_cross_entropy"] = loss([](auto& x, auto& y) { return binary_cross_entropy(x, y); }, 0.1, 0.9, 0, 1);
+  m["binary_cross_entropy_with_logits"] = loss([](auto& x, auto& y) { return binary_cross_entropy_with_logits(x, y); }, -2, 2, 0, 1);
+  m["kl_div"] = loss([](auto& x, auto& y) { return kl_div(x, y, "batchmean"); }, -2, 0, 0.1, 1);
   m["cosine_similarity"] = {{"", {G({3, 4}), G({4})}, one([](const TensorList& in) { return cosine_similarity(in[0], in[1], 1); })}};
   m["pairwise_distance"] = {{"", {G({3, 4}), G({3, 4})}, one([](const TensorList& in) { return pairwise_distance(in[0], in[1]); })}};
   m["scaled_dot_product_attention"] = {
