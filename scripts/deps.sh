@@ -13,3 +13,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+# The Python packages the tests cross-check against (the reference safetensors reader/writer).
+if ! python3 -c 'import safetensors, numpy' >/dev/null 2>&1; then
+  echo "kiln: installing safetensors and numpy (pip)"
+  python3 -m pip install -q safetensors numpy 2>/dev/null || python3 -m pip install -q --break-system-packages safetensors numpy
+fi

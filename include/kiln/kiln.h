@@ -1,5 +1,6 @@
 // kiln: the umbrella header.
 #pragma once
+#include <kiln/autocast.h>
 #include <kiln/autograd.h>
 #include <kiln/device.h>
 #include <kiln/dtype.h>

@@ -1,6 +1,7 @@
 // The dispatcher: capture interceptor -> autograd -> backend (kernel, view, or decomposition).
 #include "ops/dispatch.h"
 
+#include <kiln/autocast.h>
 #include <kiln/autograd.h>
 
 #include "autograd/engine.h"
@@ -75,6 +76,7 @@ std::vector<Tensor> call_backend(const Args& a) {
 std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
   Args a{op, std::move(args)};
   try {
+    if (autocast_dtype()) apply_autocast(a);
     if (t_mode) {
       if (auto r = t_mode->intercept(a)) return std::move(*r);
     }

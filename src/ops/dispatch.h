@@ -105,6 +105,8 @@ bool register_derivative(OpId op, DerivFn fn);
 
 // The boxed entry point every public op goes through.
 std::vector<Tensor> call(OpId op, std::vector<Arg> args);
+// Casts the op's floating tensor arguments as the active AutocastGuard asks (no-op when off).
+void apply_autocast(Args& a);
 // Below autograd: meta + kernel (or views, or the decomposition); fake inputs give fake outputs.
 std::vector<Tensor> call_backend(const Args& a);
 
