@@ -158,6 +158,7 @@ TEST(OptimAdam, MatchesDocumentedUpdate) {
       {"betas", {.lr = 0.05, .betas = {0.8, 0.95}, .eps = 1e-6}},
       {"weight_decay", {.lr = 0.1, .weight_decay = 0.3}},
       {"amsgrad", {.lr = 0.1, .amsgrad = true}},
+      {"amsgrad_fast_beta2", {.lr = 0.1, .betas = {0.9, 0.9}, .amsgrad = true}},
       {"maximize", {.lr = 0.1, .maximize = true}},
       {"all", {.lr = 0.1, .betas = {0.5, 0.9}, .weight_decay = 0.1, .amsgrad = true, .maximize = true}},
   };
@@ -173,7 +174,10 @@ TEST(OptimAdam, MatchesDocumentedUpdate) {
 TEST(OptimAdam, AmsgradDiffersFromAdamWhenGradientsShrink) {
   // Guards the test above: with shrinking gradients the running max changes the result.
   Vec theta = {1.0}, t2 = theta;
-  AdamRef a = AdamRef::from(AdamOptions{.lr = 0.1}, false), b = AdamRef::from(AdamOptions{.lr = 0.1, .amsgrad = true}, false);
+  const AdamOptions o{.lr = 0.1, .betas = {0.9, 0.9}};
+  AdamOptions ams = o;
+  ams.amsgrad = true;
+  AdamRef a = AdamRef::from(o, false), b = AdamRef::from(ams, false);
   for (double g : {3.0, 0.1, 0.1}) a.step(theta, {g}), b.step(t2, {g});
   EXPECT_GT(std::abs(theta[0] - t2[0]), 1e-3);
 }
@@ -182,7 +186,7 @@ TEST(OptimAdamW, MatchesDocumentedUpdate) {
   const std::vector<std::pair<std::string, AdamWOptions>> cases = {
       {"default", {.lr = 0.1}},
       {"weight_decay", {.lr = 0.1, .weight_decay = 0.5}},
-      {"amsgrad", {.lr = 0.05, .amsgrad = true}},
+      {"amsgrad", {.lr = 0.05, .betas = {0.9, 0.8}, .amsgrad = true}},
       {"maximize", {.lr = 0.1, .weight_decay = 0.2, .maximize = true}},
       {"no_decay", {.lr = 0.1, .weight_decay = 0}},
   };
