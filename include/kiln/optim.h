@@ -222,6 +222,11 @@ class LRScheduler {
 
   virtual void step();
   const std::vector<double>& get_last_lr() const { return last_lr_; }
+  // The scheduler's progress ("last_epoch", "step_count", "base_lrs", "last_lr"; SequentialLR adds
+  // "schedulers.<i>.<key>"); options come from construction. To resume: build the optimizer and
+  // scheduler as before, then load both state dicts. kiln::Error on a mismatch.
+  virtual TensorMap state_dict() const;
+  virtual void load_state_dict(const TensorMap& state_dict, SourceLoc loc = SourceLoc::current());
   const std::vector<double>& base_lrs() const { return base_lrs_; }
   int64_t last_epoch() const { return last_epoch_; }
   Optimizer& optimizer() const { return *optimizer_; }
@@ -297,6 +302,8 @@ class SequentialLR : public LRScheduler {
   SequentialLR(Optimizer& optimizer, std::vector<std::shared_ptr<LRScheduler>> schedulers,
                std::vector<int64_t> milestones);
   void step() override;
+  TensorMap state_dict() const override;
+  void load_state_dict(const TensorMap& state_dict, SourceLoc loc = SourceLoc::current()) override;
 
  protected:
   std::vector<double> get_lr() override { return last_lr_; }

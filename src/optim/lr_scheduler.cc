@@ -3,8 +3,11 @@
 #include <kiln/optim.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <numbers>
+
+#include "ops/dispatch.h"
 
 namespace kiln::optim {
 
@@ -38,6 +41,46 @@ std::vector<double> LRScheduler::group_lrs() const {
   std::vector<double> out;
   for (size_t g = 0; g < optimizer_->num_param_groups(); ++g) out.push_back(optimizer_->lr(g));
   return out;
+}
+
+namespace {
+
+Tensor doubles(const std::vector<double>& v) { return tensor(v, Shape{int64_t(v.size())}, kFloat64); }
+
+const Tensor& entry(const TensorMap& sd, const std::string& key, int64_t numel) {
+  auto it = sd.find(key);
+  KILN_CHECK_HINT(it != sd.end(), "load a state_dict saved from the same kind of scheduler",
+                  "LRScheduler.load_state_dict: missing '", key, "'");
+  const Tensor& t = it->second;
+  KILN_CHECK(t.defined() && t.dtype() != kBool && (numel < 0 ? t.dim() == 0 : t.dim() == 1 && t.numel() == numel),
+             "LRScheduler.load_state_dict: '", key, "' must be ", numel < 0 ? std::string("a 0-d number")
+                                                                            : "a 1-d tensor of " + std::to_string(numel) + " numbers");
+  return t;
+}
+
+}  // namespace
+
+TensorMap LRScheduler::state_dict() const {
+  return {{"last_epoch", scalar_tensor(last_epoch_, kInt64)},
+          {"step_count", scalar_tensor(step_count_, kInt64)},
+          {"base_lrs", doubles(base_lrs_)},
+          {"last_lr", doubles(last_lr_)}};
+}
+
+void LRScheduler::load_state_dict(const TensorMap& sd, SourceLoc loc) {
+  ops::CallSite site(loc);
+  for (const auto& [k, t] : sd)
+    KILN_CHECK(k == "last_epoch" || k == "step_count" || k == "base_lrs" || k == "last_lr" || k.rfind("schedulers.", 0) == 0,
+               "LRScheduler.load_state_dict: unexpected key '", k, "'");
+  const int64_t n = int64_t(base_lrs_.size());
+  const int64_t epoch = entry(sd, "last_epoch", -1).item<int64_t>();
+  const int64_t count = entry(sd, "step_count", -1).item<int64_t>();
+  std::vector<double> base = entry(sd, "base_lrs", n).to_vector<double>();
+  std::vector<double> last = entry(sd, "last_lr", n).to_vector<double>();
+  last_epoch_ = epoch;
+  step_count_ = count;
+  base_lrs_ = std::move(base);
+  last_lr_ = std::move(last);
 }
 
 // ------------------------------------------------------------------------------ StepLR
@@ -155,6 +198,48 @@ void SequentialLR::step() {
     s.step();
   }
   last_lr_ = s.get_last_lr();
+}
+
+TensorMap SequentialLR::state_dict() const {
+  TensorMap out = LRScheduler::state_dict();
+  for (size_t i = 0; i < schedulers_.size(); ++i)
+    for (auto& [k, t] : schedulers_[i]->state_dict()) out["schedulers." + std::to_string(i) + "." + k] = t;
+  return out;
+}
+
+void SequentialLR::load_state_dict(const TensorMap& sd, SourceLoc loc) {
+  ops::CallSite site(loc);
+  // Splits a dict into this scheduler's entries and each child's.
+  auto split = [&](const TensorMap& m) {
+    std::vector<TensorMap> parts(schedulers_.size() + 1);
+    for (const auto& [k, t] : m) {
+      if (k.rfind("schedulers.", 0) != 0) {
+        parts[0][k] = t;
+        continue;
+      }
+      const size_t dot = k.find('.', 11);
+      size_t i = 0;
+      const char* b = k.data() + 11;
+      const char* e = k.data() + (dot == std::string::npos ? k.size() : dot);
+      auto [ptr, ec] = std::from_chars(b, e, i);
+      KILN_CHECK(dot != std::string::npos && ec == std::errc() && ptr == e && i < schedulers_.size(),
+                 "SequentialLR.load_state_dict: unexpected key '", k, "' (", schedulers_.size(), " schedulers)");
+      parts[i + 1][k.substr(dot + 1)] = t;
+    }
+    return parts;
+  };
+  auto load = [&](const std::vector<TensorMap>& parts) {
+    LRScheduler::load_state_dict(parts[0]);
+    for (size_t i = 0; i < schedulers_.size(); ++i) schedulers_[i]->load_state_dict(parts[i + 1]);
+  };
+  const std::vector<TensorMap> parts = split(sd);
+  const std::vector<TensorMap> before = split(state_dict());
+  try {
+    load(parts);
+  } catch (...) {
+    load(before);  // a bad entry changes nothing
+    throw;
+  }
 }
 
 std::unique_ptr<SequentialLR> warmup_cosine(Optimizer& optimizer, int64_t warmup_steps, int64_t total_steps,
