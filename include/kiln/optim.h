@@ -107,8 +107,14 @@ class OptimizerWithOptions : public Optimizer {
     options_.push_back(options);
   }
   const Options& defaults() const { return defaults_; }
-  Options& options(size_t group) { return options_.at(group); }
-  const Options& options(size_t group) const { return options_.at(group); }
+  Options& options(size_t group) {
+    params(group);  // kiln::Error when out of range
+    return options_[group];
+  }
+  const Options& options(size_t group) const {
+    params(group);
+    return options_[group];
+  }
 
  protected:
   OptimizerWithOptions(std::string name, std::vector<std::string> state_names, std::vector<Tensor> params,

@@ -283,6 +283,25 @@ TEST(OptimGroups, SkipsParametersWithoutGradients) {
   EXPECT_TRUE(sgd.state(1).empty());
 }
 
+TEST(OptimGroups, ZeroSizeParameters) {
+  Tensor e = zeros({0, 3}).requires_grad_(), p = ones({2}).requires_grad_();
+  e.set_grad(zeros({0, 3}));
+  p.set_grad(ones({2}));
+  AdamW adam({e, p}, {.lr = 0.1, .amsgrad = true});
+  Tensor e2 = zeros({0}).requires_grad_();
+  e2.set_grad(zeros({0}));
+  SGD sgd({e2}, {.lr = 0.1, .momentum = 0.9});
+  sgd.step();
+  sgd.step();
+  EXPECT_EQ(sgd.state(0).at("momentum_buffer").numel(), 0);
+  adam.step();
+  adam.step();
+  EXPECT_EQ(e.sizes(), (Shape{0, 3}));
+  EXPECT_EQ(adam.state(0).at("exp_avg").sizes(), (Shape{0, 3}));
+  EXPECT_LT(p.to_vector<double>()[0], 1.0);
+  EXPECT_THROW(adam.options(2), Error);
+}
+
 TEST(OptimGroups, ZeroGrad) {
   Tensor p = zeros({2, 3}).requires_grad_(), q = zeros({2}).requires_grad_();
   SGD opt({p, q});
