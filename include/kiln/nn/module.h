@@ -173,6 +173,10 @@ class ModuleHolder {
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   explicit operator bool() const { return impl_ != nullptr; }
   operator std::shared_ptr<Module>() const { return impl_; }
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
   template <class... Args>
   decltype(auto) operator()(Args&&... args) const {
     return get()->forward(std::forward<Args>(args)...);
