@@ -50,6 +50,11 @@ void Module::bad_cast(const char* target) const {
   detail::fail("module " + type_name() + " is not a " + demangle(target));
 }
 
+void Module::not_shared() const {
+  detail::fail("as<T>() needs a module owned by a std::shared_ptr or a holder; this " + type_name() + " is not",
+               "create it with std::make_shared or a holder such as nn::Linear(...)");
+}
+
 void Module::check_new_name(const std::string& name, const char* kind, int skip) const {
   KILN_CHECK(!name.empty(), "register_", kind, ": the name must not be empty");
   KILN_CHECK_HINT(name.find('.') == std::string::npos, "use a name without dots (dots separate nesting levels)",

@@ -125,6 +125,9 @@ TEST(NnModule, RegistrationErrors) {
   EXPECT_THROW(m->parameter("nope"), kiln::Error);
   EXPECT_THROW(m->submodule("a.b"), kiln::Error);
   EXPECT_THROW(m->as<LinearImpl>(), kiln::Error);
+  LinearImpl on_stack(2, 2);
+  EXPECT_THROW(on_stack.as<LinearImpl>(), kiln::Error);
+  EXPECT_EQ(on_stack.named_modules().size(), 1u);
   Linear empty_holder(nullptr);
   EXPECT_THROW(empty_holder->forward(zeros({1, 2})), kiln::Error);
   // Re-registering a parameter replaces it (and a tensor with history becomes a detached leaf).

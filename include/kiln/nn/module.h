@@ -128,11 +128,14 @@ class Module : public std::enable_shared_from_this<Module> {
   };
   template <class T>
   std::shared_ptr<T> as_impl() {
-    auto p = std::dynamic_pointer_cast<T>(shared_from_this());
+    auto self = weak_from_this().lock();
+    if (!self) not_shared();
+    auto p = std::dynamic_pointer_cast<T>(self);
     if (!p) bad_cast(typeid(T).name());
     return p;
   }
   [[noreturn]] void bad_cast(const char* target) const;
+  [[noreturn]] void not_shared() const;
   void add_child(const std::string& name, std::shared_ptr<Module> m, SourceLoc loc);
   void check_new_name(const std::string& name, const char* kind, int skip) const;
   void print(std::ostream& os, int indent) const;
