@@ -226,33 +226,39 @@ void Module::train(bool on) {
   for (auto& [n, c] : children_) c->train(on);
 }
 
+// Parameters change in place (every handle, tied ones included, sees the result; gradients
+// follow); buffers are replaced in their slots, as PyTorch does, so a tensor the user passed in
+// (a loss's class weights) is left alone.
+void Module::convert(const std::function<Tensor(const Tensor&)>& fn) {
+  std::set<const TensorImpl*> done;
+  for (auto& m : modules()) {
+    for (auto& s : m->params_) {
+      const Tensor& t = s->value;
+      if (!t.defined() || !done.insert(t.impl()).second) continue;
+      Tensor nt = fn(t);
+      if (nt.is_same(t)) continue;
+      Tensor g = t.grad();
+      set_data(t, nt);
+      if (g.defined()) set_data(g, fn(g));
+    }
+    for (auto& s : m->buffers_)
+      if (s->value.defined()) s->value = fn(s->value);
+  }
+}
+
 Module& Module::to(DType dtype, SourceLoc loc) {
   ops::CallSite site(loc);
   KILN_CHECK_HINT(is_floating(dtype), "convert to a floating point dtype (integer buffers are left as they are)",
                   "Module::to: expected a floating point dtype, got ", name(dtype));
   NoGradGuard no_grad;
-  std::set<const TensorImpl*> done;
-  walk("", true, [&](const std::string&, const Slot& s, bool) {
-    const Tensor& t = s.value;
-    if (!is_floating(t.dtype()) || t.dtype() == dtype || !done.insert(t.impl()).second) return;
-    Tensor g = t.grad();
-    set_data(t, t.to(dtype));
-    if (g.defined()) set_data(g, g.to(dtype));
-  });
+  convert([&](const Tensor& t) { return is_floating(t.dtype()) ? t.to(dtype) : t; });
   return *this;
 }
 
 Module& Module::to(Device device, SourceLoc loc) {
   ops::CallSite site(loc);
   NoGradGuard no_grad;
-  std::set<const TensorImpl*> done;
-  walk("", true, [&](const std::string&, const Slot& s, bool) {
-    const Tensor& t = s.value;
-    if (t.device() == device || !done.insert(t.impl()).second) return;
-    Tensor g = t.grad();
-    set_data(t, t.to(device));  // throws a kiln::Error for devices this build cannot reach
-    if (g.defined()) set_data(g, g.to(device));
-  });
+  convert([&](const Tensor& t) { return t.to(device); });  // a kiln::Error for devices this build lacks
   return *this;
 }
 

@@ -243,6 +243,11 @@ TEST(NnModule, ToDTypeKeepsLeavesTiesAndGrads) {
   bn->to(kFloat16);
   EXPECT_EQ(bn->running_var.dtype(), kFloat16);
   EXPECT_EQ(bn->num_batches_tracked.dtype(), kInt64);  // integer buffers stay
+  Tensor user_w = ones({3});
+  CrossEntropyLoss ce(CrossEntropyLossOptions{.weight = user_w});
+  ce->to(kFloat64);
+  EXPECT_EQ(ce->weight.dtype(), kFloat64);
+  EXPECT_EQ(user_w.dtype(), kFloat32);  // buffers are replaced, the caller's tensor stays
   EXPECT_THROW(bn->to(kInt32), kiln::Error);
   EXPECT_THROW(bn->to(Device("cuda")), kiln::Error);
   EXPECT_NO_THROW(bn->to(kCPU));

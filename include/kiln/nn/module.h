@@ -90,8 +90,9 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void train(bool on = true);
   void eval() { train(false); }
   bool is_training() const { return training_; }
-  // Converts the floating point parameters and buffers (and gradients) in place: every Tensor
-  // handle to them (an optimizer's, a tied module's) sees the new dtype; parameters stay leaves.
+  // Converts the floating point parameters (and their gradients) in place: every Tensor handle to
+  // them (an optimizer's, a tied module's) sees the new dtype, and they stay leaves. Buffers are
+  // replaced in their slots (layer members such as running_mean follow). Integer tensors stay.
   Module& to(DType dtype, SourceLoc loc = SourceLoc::current());
   Module& to(Device device, SourceLoc loc = SourceLoc::current());
   void zero_grad();  // sets every parameter's grad to undefined (PyTorch's set_to_none=True)
@@ -139,6 +140,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void add_child(const std::string& name, std::shared_ptr<Module> m, SourceLoc loc);
   void check_new_name(const std::string& name, const char* kind, int skip) const;
   void print(std::ostream& os, int indent) const;
+  void convert(const std::function<Tensor(const Tensor&)>& fn);
   template <class F>
   void walk(const std::string& prefix, bool recurse, F&& f) const;
 
