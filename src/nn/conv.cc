@@ -7,7 +7,8 @@
 namespace kiln::nn {
 namespace {
 
-std::string pair(const Size2& s) { return "(" + std::to_string(s.h) + ", " + std::to_string(s.w) + ")"; }
+// (built with a stream: GCC 12 gives a false -Wrestrict for "(" + std::to_string(...) at -O3)
+std::string pair(const Size2& s) { return detail::cat("(", s.h, ", ", s.w, ")"); }
 
 Conv2dOptions checked(const Conv2dOptions& o) {
   KILN_CHECK(o.groups > 0, "Conv2d: groups must be positive, got ", o.groups);
