@@ -190,3 +190,38 @@ TEST(Attention, Gradcheck) {
       },
       {grad_input({2, 2, 3, 4}), grad_input({1, 2, 4, 3}), grad_input({2, 2, 2, 4})}, "transposed + broadcast");
 }
+
+// The fast kernel on a problem large enough to thread, against the reference and the
+// decomposition; then its derivative against the decomposition's gradients.
+TEST(AttentionKernel, MatchesReferenceAndDecomposition) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16})
+    for (int variant : {0, 1, 2}) {  // causal, float mask (L, S), none with L != S
+      const int64_t L = variant == 2 ? 100 : 128;
+      const Sdpa p{2, 4, 4, L, 128, 32, 32};
+      Inputs in = make_inputs(p, dt);
+      std::vector<double> fv;
+      Tensor fm = variant == 1 ? random_tensor({L, 128}, dt, &fv) : Tensor();
+      auto bias = [&](int64_t, int64_t, int64_t i, int64_t j) { return fv[size_t(i * 128 + j)]; };
+      Tensor y = scaled_dot_product_attention(in.q, in.k, in.v, fm, 0.0, variant == 0);
+      ops::Args a{ops::OpId::scaled_dot_product_attention,
+                  {in.q, in.k, in.v, fm, 0.0, variant == 0, ops::Arg(), false}};
+      Tensor dec = ops::op_info(a.op).decomp(a).at(0);
+      const std::string what = std::string("sdpa kernel ") + name(dt) + " variant " + std::to_string(variant);
+      std::vector<double> ref = variant == 1 ? p.run(in.qv, in.kv, in.vv, 1 / std::sqrt(32.0), false, bias)
+                                             : p.run(in.qv, in.kv, in.vv, 1 / std::sqrt(32.0), variant == 0);
+      expect_close(y, ref, tol_of(dt), tol_of(dt), what);
+      expect_close(y, dec.to_vector<double>(), tol_of(dt), tol_of(dt), what + " vs decomposition");
+    }
+}
+
+TEST(AttentionKernel, GradMatchesDecomposition) {
+  Tensor q = random_tensor({2, 4, 40, 8}, kFloat64), k = random_tensor({2, 2, 50, 8}, kFloat64),
+         v = random_tensor({2, 2, 50, 6}, kFloat64), m = random_tensor({40, 50}, kFloat64);
+  for (Tensor* t : {&q, &k, &v, &m}) t->requires_grad_();
+  Tensor y = scaled_dot_product_attention(q, k, v, m, 0.0, false, 0.4, true);
+  Tensor gy = random_tensor(y.sizes(), kFloat64);
+  TensorList gk = grad({y}, {q, k, v, m}, {gy});
+  ops::Args a{ops::OpId::scaled_dot_product_attention, {q, k, v, m, 0.0, false, 0.4, true}};
+  TensorList gd = grad({ops::op_info(a.op).decomp(a).at(0)}, {q, k, v, m}, {gy});
+  for (size_t i = 0; i < 4; ++i) expect_close(gk[i], gd[i].to_vector<double>(), 1e-10, 1e-12, "grad " + std::to_string(i));
+}

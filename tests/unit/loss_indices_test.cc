@@ -297,3 +297,36 @@ TEST(EmbeddingBag, Gradcheck) {
   expect_gradcheck([&](const TensorList& in) { return TensorList{embedding_bag(idx, in[0].transpose(0, 1), off)}; },
                    {grad_input({3, 5})}, "embedding_bag transposed");
 }
+
+// The fast kernel (class-index targets) on a problem large enough to thread, against the
+// reference and the decomposition.
+TEST(CrossEntropyKernel, MatchesReferenceAndDecomposition) {
+  for (DType dt : {kFloat32, kFloat64, kBFloat16})
+    for (const char* r : {"none", "mean"}) {
+      const Cls p{256, 1000, 1};
+      std::vector<double> xv, wv;
+      std::vector<int64_t> tv;
+      Tensor x = random_tensor({256, 1000}, dt, &xv, "contiguous", -8, 8);
+      Tensor t = class_targets({256}, 1000, -100, &tv);
+      Tensor w = random_tensor({1000}, dt, &wv, "contiguous", 0.5, 2);
+      Tensor y = cross_entropy(x, t, w, r, -100, 0.1);
+      ops::Args a{ops::OpId::cross_entropy, {x, t, w, std::string(r), int64_t(-100), 0.1}};
+      Tensor dec = ops::op_info(a.op).decomp(a).at(0);
+      const std::string what = std::string("ce kernel ") + name(dt) + " " + r;
+      expect_close(y, ref_class_loss(p, xv, tv, wv, -100, false, 0.1, r), tol_of(dt), tol_of(dt), what);
+      expect_close(y, dec.to_vector<double>(), tol_of(dt), tol_of(dt), what + " vs decomposition");
+    }
+}
+
+TEST(CrossEntropyKernel, GradMatchesDecomposition) {
+  // Gradients of the kernel's derivative against those of the decomposition's graph.
+  Tensor x = random_tensor({64, 300}, kFloat64), w = random_tensor({300}, kFloat64, nullptr, "contiguous", 0.5, 2);
+  Tensor t = random_index({64}, 0, 299);
+  x.requires_grad_();
+  w.requires_grad_();
+  TensorList gk = grad({cross_entropy(x, t, w, "mean", 5, 0.2)}, {x, w});
+  ops::Args a{ops::OpId::cross_entropy, {x, t, w, std::string("mean"), int64_t(5), 0.2}};
+  TensorList gd = grad({ops::op_info(a.op).decomp(a).at(0)}, {x, w});
+  expect_close(gk[0], gd[0].to_vector<double>(), 1e-10, 1e-12, "grad x");
+  expect_close(gk[1], gd[1].to_vector<double>(), 1e-10, 1e-12, "grad weight");
+}
