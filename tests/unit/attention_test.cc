@@ -225,3 +225,13 @@ TEST(AttentionKernel, GradMatchesDecomposition) {
   TensorList gd = grad({ops::op_info(a.op).decomp(a).at(0)}, {q, k, v, m}, {gy});
   for (size_t i = 0; i < 4; ++i) expect_close(gk[i], gd[i].to_vector<double>(), 1e-10, 1e-12, "grad " + std::to_string(i));
 }
+
+TEST(AttentionKernel, NanPropagates) {
+  Tensor q = zeros({1, 70, 4}), k = zeros({1, 90, 4}), v = ones({1, 90, 4});
+  q.select(1, 3).slice(1, 1, 2).fill_(NAN);
+  std::vector<double> y = scaled_dot_product_attention(q, k, v).to_vector<double>();
+  for (size_t i = 0; i < y.size(); ++i) {
+    if (i / 4 == 3) EXPECT_TRUE(std::isnan(y[i])) << i;
+    else EXPECT_NEAR(y[i], 1.0, 1e-6) << i;
+  }
+}

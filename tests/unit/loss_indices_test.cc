@@ -330,3 +330,12 @@ TEST(CrossEntropyKernel, GradMatchesDecomposition) {
   expect_close(gk[0], gd[0].to_vector<double>(), 1e-10, 1e-12, "grad x");
   expect_close(gk[1], gd[1].to_vector<double>(), 1e-10, 1e-12, "grad weight");
 }
+
+TEST(CrossEntropyKernel, NanLogitGivesNan) {
+  Tensor x = zeros({3, 600});
+  x.select(0, 1).slice(0, 400, 401).fill_(NAN);
+  std::vector<double> y = cross_entropy(x, tensor<int64_t>({0, 0, 0}), {}, "none").to_vector<double>();
+  EXPECT_NEAR(y[0], std::log(600.0), 1e-5);
+  EXPECT_TRUE(std::isnan(y[1]));
+  EXPECT_NEAR(y[2], std::log(600.0), 1e-5);
+}

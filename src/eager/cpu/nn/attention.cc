@@ -118,6 +118,8 @@ void attend(const A* q, const A* k, const A* v, const A* mask, const std::vector
             }
             if (P.causal)
               for (int64_t j = std::max<int64_t>(i + 1 - j0, 0); j < nj; ++j) s[j] = kNegInf;
+            if (!std::isfinite(lane_sum(s, nj)))  // the max and exp_nonpos skip NaN: find it here
+              for (int64_t j = 0; j < nj; ++j) lrow[size_t(ii)] = std::isnan(s[j]) ? s[j] : lrow[size_t(ii)];
             const A mnew = std::max(mrow[size_t(ii)], lane_max(s, nj));
             if (mnew == kNegInf) continue;  // every key so far masked
             A* ac = acc.data() + ii * Dv;
@@ -140,7 +142,7 @@ void attend(const A* q, const A* k, const A* v, const A* mask, const std::vector
         for (int64_t ii = 0; ii < ni; ++ii) {
           T* o = out + (b * L + i0 + ii) * Dv;
           const A l = lrow[size_t(ii)];
-          const A inv = l > A(0) ? A(1) / l : A(0);  // fully masked rows give zeros
+          const A inv = std::isnan(l) ? l : l > A(0) ? A(1) / l : A(0);  // fully masked rows give zeros
           for (int64_t e = 0; e < Dv; ++e) o[e] = T(acc[size_t(ii * Dv + e)] * inv);
         }
       }

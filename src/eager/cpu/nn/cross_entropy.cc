@@ -61,13 +61,16 @@ void row_stats(const T* x, int64_t st, int64_t C, const A* w, bool want_sum, A& 
   constexpr int64_t kChunk = 256;
   A buf[kChunk];
   A m = -std::numeric_limits<A>::infinity(), s = 0, acc = 0;
+  bool nan = false;  // the max and exp_nonpos skip NaN: looked for where a chunk's sum is not finite
   for (int64_t c0 = 0; c0 < C; c0 += kChunk) {
     const int64_t n = std::min(kChunk, C - c0);
     for (int64_t i = 0; i < n; ++i) buf[i] = A(x[(c0 + i) * st]);
-    const A cm = lane_max(buf, n);
+    const A cm = lane_max(buf, n), csum = lane_sum(buf, n);
+    if (!std::isfinite(csum))
+      for (int64_t i = 0; i < n; ++i) nan = nan || std::isnan(buf[i]);
     if (want_sum) {
       if (w) for (int64_t i = 0; i < n; ++i) acc += w[c0 + i] * buf[i];
-      else acc += lane_sum(buf, n);
+      else acc += csum;
     }
     if (cm > m) {  // rescale what was summed against the old max
       s *= std::exp(m - cm);
@@ -77,7 +80,7 @@ void row_stats(const T* x, int64_t st, int64_t C, const A* w, bool want_sum, A& 
     for (int64_t i = 0; i < n; ++i) buf[i] = exp_nonpos(buf[i] - m);
     s += lane_sum(buf, n);
   }
-  lse = m + std::log(s);
+  lse = nan ? std::numeric_limits<A>::quiet_NaN() : m + std::log(s);
   sx = acc;
 }
 

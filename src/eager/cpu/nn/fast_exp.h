@@ -1,6 +1,7 @@
 // Branch-free helpers for the row loops of the NN kernels, written so that GCC vectorizes them
 // without -ffast-math: exp of non-positive floats, and sums / maxima kept in 8 lanes.
 #pragma once
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -9,10 +10,14 @@
 namespace kiln::cpu {
 
 // exp(x) for x <= 0 (float): x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor
-// polynomial (relative error ~1e-7), 2^k through the exponent bits. Inputs below -87 (also
-// -inf) give ~1.6e-38 instead of 0, which vanishes against a softmax sum >= 1.
+// polynomial (relative error ~1e-7), 2^k through the exponent bits. |x| is clamped at 87 on its
+// bits (an integer min, which vectorizes where a float compare would become a branch), so
+// inputs below -87 (also -inf, and NaN: callers check for NaN) give ~1.6e-38 instead of 0,
+// which vanishes against a softmax sum >= 1.
 inline float exp_nonpos(float x) {
-  x = x < -87.0f ? -87.0f : x;
+  uint32_t mag = std::bit_cast<uint32_t>(x) & 0x7fffffffu;
+  mag = mag < 0x42ae0000u ? mag : 0x42ae0000u;  // 87.0f
+  x = -std::bit_cast<float>(mag);
   const float kf = (x * 1.44269504f + 12582912.0f) - 12582912.0f;  // round to nearest
   const float r = (x - kf * 0.693145751953125f) - kf * 1.42860677e-06f;
   float p = 1.0f / 720;
