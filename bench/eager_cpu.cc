@@ -1,8 +1,11 @@
 // Eager CPU benchmarks: the machine's memory bandwidth (memcpy) and BLAS peak (cblas_sgemm) as
-// baselines, and kiln's add, matmul, sum and softmax against them.
+// baselines, and kiln's add, matmul, sum and softmax against them; cross_entropy and attention,
+// each as its fast kernel and as its decomposition (decomposed:1).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <kiln/kiln.h>
+
+#include "ops/dispatch.h"
 
 #include <cstring>
 #include <vector>
@@ -101,6 +104,40 @@ void BM_SoftmaxLastDim(benchmark::State& state) {
                                                  benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SoftmaxLastDim)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Runs op through the dispatcher (fast kernel) or straight through its decomposition.
+Tensor run_op(bool decomposed, ops::OpId op, std::vector<ops::Arg> args) {
+  ops::Args a{op, std::move(args)};
+  return decomposed ? ops::op_info(op).decomp(a).at(0) : ops::call(op, a.v).at(0);
+}
+
+// An LM head's loss: 1024 rows of 32000 logits.
+void BM_CrossEntropy(benchmark::State& state) {
+  const bool decomposed = state.range(0) != 0;
+  Tensor x = randn({1024, 32000}), t = randint(0, 32000, {1024});
+  for (auto _ : state) {
+    Tensor l = run_op(decomposed, ops::OpId::cross_entropy, {x, t, Tensor(), std::string("mean"), int64_t(-100), 0.0});
+    benchmark::DoNotOptimize(l.data_ptr());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(4.0 * 1024 * 32000 * double(state.iterations()),
+                                                 benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_CrossEntropy)->ArgName("decomposed")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Causal self-attention, B1 H8 S512 D64 float32.
+void BM_SdpaCausal(benchmark::State& state) {
+  const bool decomposed = state.range(0) != 0;
+  Tensor q = randn({1, 8, 512, 64}), k = randn({1, 8, 512, 64}), v = randn({1, 8, 512, 64});
+  for (auto _ : state) {
+    Tensor o = run_op(decomposed, ops::OpId::scaled_dot_product_attention,
+                      {q, k, v, ops::Arg(), 0.0, true, ops::Arg(), false});
+    benchmark::DoNotOptimize(o.data_ptr());
+  }
+  // Useful flops of the causal half: 2 matmuls of 2 L S D each, halved.
+  state.counters["flop/s"] = benchmark::Counter(2.0 * 8 * 512 * 512 * 64 * double(state.iterations()),
+                                                benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_SdpaCausal)->ArgName("decomposed")->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

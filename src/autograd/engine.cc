@@ -9,6 +9,7 @@
 #include <unordered_set>
 
 #include "core/tensor_impl.h"
+#include "ops/applies.h"
 
 namespace kiln {
 namespace {
@@ -53,7 +54,7 @@ Edge gradient_edge(const Tensor& t) {
 
 std::vector<Tensor> call_with_grad(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
-  if (!info.derivative) {
+  if (!info.derivative || (info.decomp && !ops::kernel_applies(a))) {
     KILN_CHECK(info.kind == ops::OpKind::COMPOSITE && info.decomp, "internal: differentiable op ", info.name,
                " has neither a derivative formula nor a decomposition");
     return info.decomp(a);  // the prims it decomposes into record their own nodes

@@ -8,17 +8,6 @@ namespace kiln::decomp {
 namespace {
 using ops::Args;
 
-// Repeats each head `rep` times along dim -3 (repeat_interleave), for grouped-query attention.
-Tensor repeat_heads(const Tensor& t, int64_t rep) {
-  if (rep == 1) return t;
-  SymShape s = t.sym_sizes();
-  Tensor u = unsqueeze(t, t.dim() - 2);
-  SymShape e = u.sym_sizes();
-  e[size_t(t.dim() - 2)] = SymInt(rep);
-  s[size_t(t.dim() - 3)] = s[size_t(t.dim() - 3)] * SymInt(rep);
-  return reshape(expand(u, e), s);
-}
-
 KILN_DECOMP(scaled_dot_product_attention) {
   Tensor q = a.tensor(0), k = a.tensor(1), v = a.tensor(2);
   Tensor mask = a.opt_tensor(3);
@@ -37,6 +26,8 @@ KILN_DECOMP(scaled_dot_product_attention) {
   KILN_CHECK_HINT(!(causal && mask.defined()), "pass either attn_mask or is_causal=true, not both", op,
                   ": explicit attn_mask should not be set when is_causal=true");
   KILN_CHECK(p >= 0 && p <= 1, op, ": dropout probability has to be between 0 and 1, but got ", p);
+  KILN_CHECK(!mask.defined() || mask.dtype() == kBool || is_floating(mask.dtype()), op,
+             ": expected attn_mask of dtype bool or floating point, got ", name(mask.dtype()));
   if (gqa) {
     KILN_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, op, ": enable_gqa needs inputs with a head dim (-3)");
     const int64_t hq = q.size(-3), hk = k.size(-3), hv = v.size(-3);

@@ -66,11 +66,18 @@ KILN_DECOMP(pairwise_distance) {
   return {vector_norm(d, a.f64(2), {nd == 0 ? 0 : nd - 1}, a.b(4))};
 }
 
+// Every index in [0, n): a kiln::Error naming the table size otherwise (negative indices do not wrap).
+void check_indices(const char* op, const Tensor& idx, int64_t n) {
+  if (idx.is_fake() || idx.numel() == 0) return;
+  KILN_CHECK_HINT(!any(logical_or(lt(idx, num(0)), ge(idx, num(double(n))))).item<bool>(),
+                  "indices must lie in [0, num_embeddings)", op, ": index out of range in self (num_embeddings ", n, ")");
+}
 
 KILN_DECOMP(embedding) {
   const Tensor &idx = a.tensor(0), &w = a.tensor(1);
   KILN_CHECK(is_integral(idx.dtype()), "embedding: expected indices of an integral dtype, got ", name(idx.dtype()));
   KILN_CHECK(w.dim() == 2, "embedding: expected a 2-D weight (num_embeddings, embedding_dim), got ", w.dim(), " dims");
+  check_indices("embedding", idx, w.sym_size(0).hint());
   SymShape out = idx.sym_sizes();
   out.push_back(w.sym_size(1));
   Tensor rows = reshape(index_select(w, 0, reshape(idx, {-1})), out);
@@ -95,6 +102,7 @@ KILN_DECOMP(embedding_bag) {
   const int64_t n = idx.size(0), bags = off.size(0);
   if (!off.is_fake() && bags > 0)
     KILN_CHECK(off.to_vector<int64_t>()[0] == 0, "embedding_bag: offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start from position 0");
+  check_indices("embedding_bag", idx, w.sym_size(0).hint());
   Tensor rows = index_select(w, 0, idx);  // (n, D)
   // Bag of element j: the number of offsets <= j, minus one; as a (bags, n) membership matrix.
   Tensor pos = unsqueeze(iota(n, 0, 1, kInt64, w.device()), 0);

@@ -20,6 +20,17 @@ inline Tensor upcast(const Tensor& x) {
 }
 inline Tensor cast_to(const Tensor& x, DType t) { return x.dtype() == t ? x : convert_element_type(x, t); }
 
+// Repeats each head `rep` times along dim -3 (repeat_interleave), for grouped-query attention.
+inline Tensor repeat_heads(const Tensor& t, int64_t rep) {
+  if (rep == 1) return t;
+  SymShape s = t.sym_sizes();
+  Tensor u = unsqueeze(t, t.dim() - 2);
+  SymShape e = u.sym_sizes();
+  e[size_t(t.dim() - 2)] = SymInt(rep);
+  s[size_t(t.dim() - 3)] = s[size_t(t.dim() - 3)] * SymInt(rep);
+  return reshape(expand(u, e), s);
+}
+
 // The last k dims of an n-dim tensor.
 inline std::vector<int64_t> trailing_dims(int64_t n, int64_t k) {
   std::vector<int64_t> d;

@@ -5,6 +5,7 @@
 #include <kiln/autograd.h>
 
 #include "autograd/engine.h"
+#include "ops/applies.h"
 #include "core/tensor_impl.h"
 #include "eager/cpu/loops.h"
 
@@ -61,7 +62,7 @@ std::vector<Tensor> call_backend(const Args& a) {
       for (auto& s : info.meta(a)) outs.push_back(make_fake(s));
       return outs;
     }
-  } else if (info.kernel) {
+  } else if (info.kernel && kernel_applies(a)) {
     KILN_CHECK(info.meta, "internal: op ", info.name, " has a kernel but no meta function");
     std::vector<TensorSpec> specs = info.meta(a);
     const Device dev = specs.empty() ? common_device(a) : specs[0].device;

@@ -2,6 +2,7 @@
 #include <unordered_map>
 
 #include "ops/dispatch.h"
+#include "ops/applies.h"
 
 namespace kiln::ops {
 namespace {
@@ -49,6 +50,16 @@ bool register_meta(OpId op, MetaFn fn) { return table()[size_t(op)].meta = fn, t
 bool register_kernel(OpId op, KernelFn fn) { return table()[size_t(op)].kernel = fn, true; }
 bool register_decomp(OpId op, DecompFn fn) { return table()[size_t(op)].decomp = fn, true; }
 bool register_derivative(OpId op, DerivFn fn) { return table()[size_t(op)].derivative = fn, true; }
+
+static AppliesFn* applies_table() {
+  static AppliesFn t[kNumOps] = {};
+  return t;
+}
+bool register_kernel_applies(OpId op, AppliesFn fn) { return applies_table()[size_t(op)] = fn, true; }
+bool kernel_applies(const Args& a) {
+  AppliesFn f = applies_table()[size_t(a.op)];
+  return f == nullptr || f(a);
+}
 
 bool Args::is_none(size_t i) const {
   return i >= v.size() || std::holds_alternative<std::monostate>(v[i]) ||
