@@ -160,6 +160,7 @@ int main(int argc, char** argv) {
   manual_seed(args.seed);
   gpt::Config cfg{.vocab = int64_t(vocab.chars.size()), .ctx = args.ctx, .d = args.d, .heads = args.heads, .layers = args.layers};
   gpt::GPT model(cfg);
+  model->init_gpt2_weights();
   int64_t nparams = 0;
   for (const Tensor& p : model->parameters()) nparams += p.numel();
   std::printf("model: %lld layers, d %lld, %lld heads, context %lld: %lld parameters\n", (long long)cfg.layers,

@@ -57,6 +57,19 @@ class GPTImpl : public nn::Module {
     head->weight = wte->weight;  // tied: one parameter
   }
 
+  // GPT-2's initialization: N(0, 0.02) weights for linear layers and embeddings, zero biases, and
+  // the residual projections scaled down by sqrt(2 * layers). (PyTorch's defaults give the tied
+  // head N(0, 1) logits with a loss far above log(vocab) at the start.)
+  void init_gpt2_weights() {
+    for (auto& [name, p] : named_parameters()) {
+      const bool residual = name.ends_with("proj.weight") || name.ends_with("fc2.weight");
+      if (name.ends_with(".bias") && !name.starts_with("ln") && name.find(".ln") == std::string::npos)
+        nn::init::zeros_(p);
+      else if (name.ends_with("weight") && p.dim() == 2)
+        nn::init::normal_(p, 0.0, residual ? 0.02 / std::sqrt(2.0 * double(config.layers)) : 0.02);
+    }
+  }
+
   // Logits [B, T, vocab] for token ids [B, T].
   Tensor forward(const Tensor& idx) {
     const int64_t T = idx.size(1);
