@@ -3,7 +3,7 @@
 set -euo pipefail
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in cmake ninja-build g++ python3 libopenblas-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
+for pkg in cmake ninja-build g++ python3 libopenblas-dev libopenblas-openmp-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
   have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then

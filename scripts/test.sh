@@ -3,6 +3,9 @@
 #   --sanitize  builds with AddressSanitizer + UndefinedBehaviorSanitizer (build-asan/) and runs there
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# OpenMP workers sleep instead of spinning between parallel regions: on a shared or busy machine
+# spinning steals the cores the other workers need (see docs/performance.md).
+export OMP_WAIT_POLICY="${OMP_WAIT_POLICY:-passive}"
 bash scripts/build.sh "$@"
 dir=build
 if [ "${1:-}" = "--sanitize" ]; then
