@@ -134,8 +134,9 @@ std::vector<Tensor> sum_prod_kernel(const Args& a, const std::vector<TensorSpec>
   const std::vector<int64_t> dims = reduce_dims(a, x);
   const bool is_sum = a.op == OpId::sum;
   visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
-    // Floats accumulate in double (exact enough to match a float64 reference), ints in int64.
-    using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>>;
+    // Floats accumulate in double (exact enough to match a float64 reference); ints in uint64,
+    // so overflow wraps (two's complement, as PyTorch) instead of being undefined.
+    using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, uint64_t>;
     if constexpr (std::is_same_v<T, bool>) {
       detail::fail("internal: bool reduction output");
     } else if (is_sum) {
