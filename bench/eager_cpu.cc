@@ -1,6 +1,6 @@
 // Eager CPU benchmarks: the machine's memory bandwidth (memcpy) and BLAS peak (cblas_sgemm) as
-// baselines, and kiln's add, matmul, sum and softmax against them; cross_entropy and attention,
-// each as its fast kernel and as its decomposition (decomposed:1).
+// baselines, and kiln's add, matmul, reductions and softmax against them; cross_entropy and
+// attention, each as its fast kernel and as its decomposition (decomposed:1).
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 #include <kiln/kiln.h>
@@ -87,6 +87,38 @@ void BM_SumLastDim(benchmark::State& state) {
   state.counters["bytes/s"] = benchmark::Counter(4.0 * 2048 * 4096 * double(state.iterations()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_SumLastDim)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// Reductions of a 2048x4096 float32 tensor; bytes/s counts the input read once.
+template <class F>
+void reduce_bench(benchmark::State& state, F f) {
+  Tensor x = rand({2048, 4096});
+  for (auto _ : state) {
+    Tensor s = f(x);
+    benchmark::DoNotOptimize(s.data_ptr());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(4.0 * 2048 * 4096 * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+void BM_SumDim0(benchmark::State& state) { reduce_bench(state, [](const Tensor& x) { return sum(x, {0}); }); }
+BENCHMARK(BM_SumDim0)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_AmaxLastDim(benchmark::State& state) { reduce_bench(state, [](const Tensor& x) { return amax(x, {-1}); }); }
+BENCHMARK(BM_AmaxLastDim)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_AmaxDim0(benchmark::State& state) { reduce_bench(state, [](const Tensor& x) { return amax(x, {0}); }); }
+BENCHMARK(BM_AmaxDim0)->Unit(benchmark::kMillisecond)->UseRealTime();
+void BM_MeanAll(benchmark::State& state) { reduce_bench(state, [](const Tensor& x) { return mean(x); }); }
+BENCHMARK(BM_MeanAll)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A mid-size add (2 MB per operand): dominated by the cost of going parallel, which under CPU
+// contention is the wait for a descheduled OpenMP worker.
+void BM_AddFloat32Mid(benchmark::State& state) {
+  const int64_t n = int64_t(1) << 19;
+  Tensor a = rand({n}), b = rand({n});
+  for (auto _ : state) {
+    Tensor c = add(a, b);
+    benchmark::DoNotOptimize(c.data_ptr());
+  }
+  state.counters["bytes/s"] = benchmark::Counter(3.0 * 4.0 * double(n) * double(state.iterations()), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_AddFloat32Mid)->Unit(benchmark::kMicrosecond)->UseRealTime();
 
 void BM_SoftmaxLastDim(benchmark::State& state) {
   Tensor x = rand({2048, 4096});

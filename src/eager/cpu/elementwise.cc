@@ -67,12 +67,12 @@ std::vector<Tensor> unary_kernel(const Args& a, const std::vector<TensorSpec>& s
     case OpId::lgamma: unary_run(out, x, rdt, FLOAT_FN(std::lgamma(x))); break;
     case OpId::digamma: unary_run(out, x, rdt, FLOAT_FN(decltype(x)(digamma(double(x))))); break;
     case OpId::neg:
-      unary_run(out, x, rdt, [](auto v) requires(!std::is_same_v<decltype(v), bool>) { return decltype(v)(-v); });
+      unary_run(out, x, rdt, [](auto v) requires(!std::is_same_v<decltype(v), bool>) { return wrap_neg(v); });
       break;
     case OpId::abs:
       unary_run(out, x, rdt, [](auto v) {
         if constexpr (std::is_same_v<decltype(v), bool> || std::is_unsigned_v<decltype(v)>) return v;
-        else return decltype(v)(v < 0 ? -v : v == 0 ? decltype(v)(0) : v);
+        else return decltype(v)(v < 0 ? wrap_neg(v) : v == 0 ? decltype(v)(0) : v);  // abs(INT_MIN) wraps to INT_MIN
       });
       break;
     case OpId::sign:
@@ -107,8 +107,6 @@ template <class V>
 bool is_minus_one(V b) {
   if constexpr (std::is_signed_v<V>) return b == V(-1); else return false;
 }
-template <class V>
-V wrap_neg(V a) { return V(std::make_unsigned_t<V>(0) - std::make_unsigned_t<V>(a)); }
 template <class V>
 V int_mod(V a, V b) { return is_minus_one(b) ? V(0) : V(a % b); }
 
@@ -145,8 +143,8 @@ V int_pow(V base, V e) {
   if (e < 0) return base == 1 ? V(1) : base == V(-1) ? V(e % 2 ? -1 : 1) : V(0);
   V r = 1;
   while (e) {
-    if (e & 1) r = V(r * base);
-    base = V(base * base);
+    if (e & 1) r = wrap_mul(r, base);
+    base = wrap_mul(base, base);
     e >>= 1;
   }
   return r;
@@ -196,13 +194,13 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
   switch (a.op) {
     case OpId::add:
       binary_run(out, x, y, rdt, [](auto u, auto v) {
-        if constexpr (std::is_same_v<decltype(u), bool>) return bool(u || v); else return decltype(u)(u + v);
+        if constexpr (std::is_same_v<decltype(u), bool>) return bool(u || v); else return wrap_add(u, v);
       });
       break;
-    case OpId::sub: binary_run(out, x, y, rdt, [](auto u, auto v) requires(!std::is_same_v<decltype(u), bool>) { return decltype(u)(u - v); }); break;
+    case OpId::sub: binary_run(out, x, y, rdt, [](auto u, auto v) requires(!std::is_same_v<decltype(u), bool>) { return wrap_sub(u, v); }); break;
     case OpId::mul:
       binary_run(out, x, y, rdt, [](auto u, auto v) {
-        if constexpr (std::is_same_v<decltype(u), bool>) return bool(u && v); else return decltype(u)(u * v);
+        if constexpr (std::is_same_v<decltype(u), bool>) return bool(u && v); else return wrap_mul(u, v);
       });
       break;
     case OpId::div: {

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -56,10 +57,22 @@ decltype(auto) visit_all(DType t, F&& f) {
   return f(type_tag<float>{});
 }
 
+// Float -> integer with a result defined for every input (the plain C++ conversion is undefined
+// for NaN and out-of-range values): NaN -> 0, truncate toward zero, saturate to int64's range,
+// then wrap to T's width like integer conversions (-1.0 -> uint8 255, as PyTorch on x86).
+template <class T, class F>
+inline T float_to_int(F v) {
+  static_assert(std::is_integral_v<T> && std::is_floating_point_v<F>);
+  if (std::isnan(v)) return T(0);
+  if (v >= F(9223372036854775808.0)) return T(std::numeric_limits<int64_t>::max());
+  if (v < F(-9223372036854775808.0)) return T(std::numeric_limits<int64_t>::min());
+  return T(int64_t(v));
+}
+
 template <class T>
 inline T from_double(double v) {
   if constexpr (std::is_same_v<T, bool>) return v != 0;
-  else if constexpr (std::is_integral_v<T>) return T(int64_t(v));
+  else if constexpr (std::is_integral_v<T>) return float_to_int<T>(v);
   else return T(float(v));  // Half/BFloat16 from float; float/double fine
 }
 template <>
@@ -79,20 +92,48 @@ inline void write_scalar(void* p, DType t, Scalar s) {
   visit_all(t, [&]<class T>(type_tag<T>) {
     T v;
     if constexpr (std::is_same_v<T, bool>) v = s.to_bool();
-    else if constexpr (std::is_integral_v<T>) v = s.is_float() ? T(int64_t(s.to_double())) : T(s.to_int());
+    else if constexpr (std::is_integral_v<T>) v = s.is_float() ? float_to_int<T>(s.to_double()) : T(s.to_int());
     else if constexpr (std::is_same_v<T, double>) v = s.to_double();
     else v = T(float(s.to_double()));
     std::memcpy(p, &v, sizeof(T));
   });
 }
 
-// Converts between element types the way PyTorch's casts do (float -> int truncates).
+// Converts between element types the way PyTorch's casts do (float -> int truncates; see
+// float_to_int for NaN and out-of-range values; int -> narrower int wraps).
 template <class To, class From>
 inline To cast(From v) {
   if constexpr (std::is_same_v<To, From>) return v;
   else if constexpr (std::is_same_v<To, bool>) return acc_t<From>(v) != acc_t<From>(0);
   else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(float(acc_t<From>(v)));
+  else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<acc_t<From>>) return float_to_int<To>(acc_t<From>(v));
   else return To(acc_t<From>(v));
+}
+
+// Integer arithmetic that wraps (two's complement, as PyTorch) instead of overflowing, which is
+// undefined for signed types: computed in the unsigned type of the promoted width (so uint16 *
+// uint16 does not overflow int either). Floats and bool are passed through unchanged.
+template <class V>
+using wrap_uint_t = std::make_unsigned_t<std::common_type_t<V, int>>;
+template <class V>
+inline V wrap_add(V a, V b) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) + wrap_uint_t<V>(b));
+  else return a + b;
+}
+template <class V>
+inline V wrap_sub(V a, V b) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) - wrap_uint_t<V>(b));
+  else return a - b;
+}
+template <class V>
+inline V wrap_mul(V a, V b) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) * wrap_uint_t<V>(b));
+  else return a * b;
+}
+template <class V>
+inline V wrap_neg(V a) {
+  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(0) - wrap_uint_t<V>(a));
+  else return -a;
 }
 
 // Operands of one loop: output(s) first, then inputs; all viewed with the output's shape.

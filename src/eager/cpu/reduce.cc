@@ -2,6 +2,7 @@
 #include <kiln/ops.h>
 
 #include <limits>
+#include <memory>
 
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
@@ -122,6 +123,143 @@ void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>&
   }
 }
 
+// ---- Fast paths for the associative reductions (sum, prod, amax, amin): op(A, A) -> A.
+// Several independent accumulators per loop, so the compiler vectorizes the loops without
+// reassociating anything itself; each lane keeps the accumulator type (double for floats).
+constexpr int kLanes = 32;
+constexpr int64_t kColBlock = 4096;  // outputs accumulated together in the outer-reduction path
+constexpr int64_t kGrain = 32768;    // elements below which a reduction runs on one thread
+
+// op over p[0..n) (contiguous), starting from init.
+template <class T, class A, class Op>
+A reduce_contig(const T* p, int64_t n, A init, Op op) {
+  A acc[kLanes];
+  for (int k = 0; k < kLanes; ++k) acc[k] = init;
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    // Kept as a loop: GCC's loop vectorizer handles it (max/min included), its SLP pass on the
+    // fully unrolled body does not.
+#pragma GCC unroll 1
+    for (int k = 0; k < kLanes; ++k) acc[k] = op(acc[k], A(acc_t<T>(p[i + k])));
+  }
+  for (; i < n; ++i) acc[0] = op(acc[0], A(acc_t<T>(p[i])));
+  for (int w = kLanes / 2; w > 0; w /= 2)
+    for (int k = 0; k < w; ++k) acc[k] = op(acc[k], acc[k + w]);
+  return acc[0];
+}
+
+// Reduced dims coalesce to one contiguous run per output: each output (or, for few outputs,
+// each thread's share of one) is a reduce_contig.
+template <class T, class A, class Op>
+void reduce_inner(const T* in, T* o, const ReducePlan& p, A init, Op op) {
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int64_t n = p.n_red;
+  if (p.n_out >= threads || n < kGrain) {
+#pragma omp parallel for if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) schedule(static)
+    for (int64_t i = 0; i < p.n_out; ++i)
+      o[i] = T(reduce_contig(in + offset_of(i, p.keep_sizes, p.keep_strides), n, init, op));
+    return;
+  }
+  for (int64_t i = 0; i < p.n_out; ++i) {
+    const T* base = in + offset_of(i, p.keep_sizes, p.keep_strides);
+    std::vector<A> part(size_t(threads), init);
+#pragma omp parallel num_threads(threads)
+    {
+      const int t = omp_get_thread_num(), nt = omp_get_num_threads();
+      const int64_t b = n * t / nt, e = n * (t + 1) / nt;
+      part[size_t(t)] = reduce_contig(base + b, e - b, init, op);
+    }
+    A acc = init;
+    for (const A& v : part) acc = op(acc, v);
+    o[i] = T(acc);
+  }
+}
+
+// acc[j] = op(acc[j], row[j]) for j < m over the rows [r0, r1) of the reduced dims.
+template <class T, class A, class Op>
+void accumulate_rows(const T* base, const ReducePlan& p, int64_t r0, int64_t r1, A* acc, int64_t m, Op op) {
+  auto at = [&](int64_t r) { return base + offset_of(r, p.red_sizes, p.red_strides); };
+  int64_t r = r0;
+  for (; r + 4 <= r1; r += 4) {  // four rows per pass over acc: a quarter of its loads and stores
+    const T *a = at(r), *b = at(r + 1), *c = at(r + 2), *d = at(r + 3);
+    for (int64_t j = 0; j < m; ++j)
+      acc[j] = op(acc[j], op(op(A(acc_t<T>(a[j])), A(acc_t<T>(b[j]))), op(A(acc_t<T>(c[j])), A(acc_t<T>(d[j])))));
+  }
+  for (; r < r1; ++r) {
+    const T* row = at(r);
+    for (int64_t j = 0; j < m; ++j) acc[j] = op(acc[j], A(acc_t<T>(row[j])));
+  }
+}
+
+// The innermost kept dim is contiguous (e.g. sum over dim 0 of a row-major matrix): each row of
+// a block of outputs is added into a buffer, so memory is read row after row. With fewer blocks
+// than threads, the rows are split across threads too and the buffers merged.
+template <class T, class A, class Op>
+void reduce_outer(const T* in, T* o, const ReducePlan& p, A init, Op op) {
+  const int64_t cols = p.keep_sizes.back(), groups = p.n_out / cols;
+  const int64_t nblk = (cols + kColBlock - 1) / kColBlock, tasks = groups * nblk;
+  const std::vector<int64_t> gs(p.keep_sizes.begin(), p.keep_sizes.end() - 1),
+      gst(p.keep_strides.begin(), p.keep_strides.end() - 1);
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const bool par = p.n_out * p.n_red > kGrain && threads > 1;
+  auto block = [&](int64_t t, int64_t& m) {  // task t's input and output, m columns
+    const int64_t g = t / nblk, j0 = (t % nblk) * kColBlock;
+    m = std::min(cols, j0 + kColBlock) - j0;
+    return std::pair<const T*, T*>(in + offset_of(g, gs, gst) + j0, o + g * cols + j0);
+  };
+  if (tasks >= threads || !par || p.n_red < 2 * threads) {
+#pragma omp parallel for if (par && tasks > 1) schedule(static)
+    for (int64_t t = 0; t < tasks; ++t) {
+      int64_t m;
+      auto [src, dst] = block(t, m);
+      std::unique_ptr<A[]> acc(new A[size_t(m)]);  // not std::vector: vector<bool> has no data()
+      std::fill(acc.get(), acc.get() + m, init);
+      accumulate_rows(src, p, 0, p.n_red, acc.get(), m, op);
+      for (int64_t j = 0; j < m; ++j) dst[j] = T(acc[size_t(j)]);
+    }
+    return;
+  }
+  for (int64_t t = 0; t < tasks; ++t) {
+    int64_t m;
+    auto [src, dst] = block(t, m);
+    std::unique_ptr<A[]> acc(new A[size_t(threads * m)]);
+    std::fill(acc.get(), acc.get() + threads * m, init);
+#pragma omp parallel num_threads(threads)
+    {
+      const int q = omp_get_thread_num(), nq = omp_get_num_threads();
+      accumulate_rows(src, p, p.n_red * q / nq, p.n_red * (q + 1) / nq, acc.get() + q * m, m, op);
+    }
+    for (int64_t j = 0; j < m; ++j) {
+      A a = acc[size_t(j)];
+      for (int q = 1; q < threads; ++q) a = op(a, acc[size_t(q * m + j)]);
+      dst[j] = T(a);
+    }
+  }
+}
+
+// Picks a fast path when the layout has one, else the general walk. Returns false if none.
+template <class T, class A, class Op>
+bool reduce_fast(const Tensor& x, const Tensor& out, const std::vector<int64_t>& dims, A init, Op op) {
+  const ReducePlan p = plan(x, dims);
+  if (p.n_out == 0) return true;
+  if (p.red_sizes.size() == 1 && p.red_strides[0] == 1) {
+    reduce_inner<T, A>(x.data<T>(), out.data<T>(), p, init, op);
+    return true;
+  }
+  if (!p.red_sizes.empty() && !p.keep_sizes.empty() && p.keep_strides.back() == 1 && p.keep_sizes.back() >= kLanes) {
+    reduce_outer<T, A>(x.data<T>(), out.data<T>(), p, init, op);
+    return true;
+  }
+  return false;
+}
+
+// An associative reduction: a fast path when the layout has one, else the general walk.
+template <class T, class A, class Op>
+void reduce_assoc(const Tensor& x, const Tensor& out, const std::vector<int64_t>& dims, A init, Op op) {
+  if (!reduce_fast<T, A>(x, out, dims, init, op))
+    reduce_into<T, T, A>(x, out, dims, init, [op](A s, acc_t<T> v, int64_t) { return op(s, A(v)); }, op);
+}
+
 std::vector<int64_t> reduce_dims(const Args& a, const Tensor& x) {
   auto dims = a.opt_ints(1);
   if (dims && dims->empty()) dims.reset();
@@ -134,16 +272,15 @@ std::vector<Tensor> sum_prod_kernel(const Args& a, const std::vector<TensorSpec>
   const std::vector<int64_t> dims = reduce_dims(a, x);
   const bool is_sum = a.op == OpId::sum;
   visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
-    // Floats accumulate in double (exact enough to match a float64 reference), ints in int64.
-    using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, std::conditional_t<std::is_same_v<T, bool>, int64_t, acc_t<T>>>;
+    // Floats accumulate in double (exact enough to match a float64 reference); ints in uint64,
+    // so overflow wraps (two's complement, as PyTorch) instead of being undefined.
+    using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, uint64_t>;
     if constexpr (std::is_same_v<T, bool>) {
       detail::fail("internal: bool reduction output");
     } else if (is_sum) {
-      reduce_into<T, T, A>(x, out, dims, A(0), [](A s, acc_t<T> v, int64_t) { return A(s + A(v)); },
-                           [](A s, A t) { return A(s + t); });
+      reduce_assoc<T, A>(x, out, dims, A(0), [](A s, A t) { return A(s + t); });
     } else {
-      reduce_into<T, T, A>(x, out, dims, A(1), [](A s, acc_t<T> v, int64_t) { return A(s * A(v)); },
-                           [](A s, A t) { return A(s * t); });
+      reduce_assoc<T, A>(x, out, dims, A(1), [](A s, A t) { return A(s * t); });
     }
   });
   return {out};
@@ -165,11 +302,10 @@ std::vector<Tensor> minmax_kernel(const Args& a, const std::vector<TensorSpec>& 
     // NaN wins and stays; the first element seeds the accumulator through a flag-free init.
     const A init = is_max ? (std::is_floating_point_v<A> ? -std::numeric_limits<A>::infinity() : std::numeric_limits<A>::lowest())
                           : (std::is_floating_point_v<A> ? std::numeric_limits<A>::infinity() : std::numeric_limits<A>::max());
-    auto pick = [is_max](A s, A v) {
-      if (is_nan(s) || is_nan(v)) return is_nan(s) ? s : v;
-      return is_max ? (v > s ? v : s) : (v < s ? v : s);
-    };
-    reduce_into<T, T, A>(x, out, dims, init, [&](A s, A v, int64_t) { return pick(s, v); }, pick);
+    // v replaces s when it is larger (smaller) or NaN; a NaN s is never replaced since no
+    // comparison with it is true. Branch-free, so the fast paths vectorize.
+    if (is_max) reduce_assoc<T, A>(x, out, dims, init, [](A s, A v) { return (v > s || is_nan(v)) ? v : s; });
+    else reduce_assoc<T, A>(x, out, dims, init, [](A s, A v) { return (v < s || is_nan(v)) ? v : s; });
   });
   return {out};
 }

@@ -40,18 +40,6 @@ void for_blocks(const Lines& l, F f) {
   }
 }
 
-// Integers wrap on overflow like PyTorch's (two's complement) instead of being undefined.
-template <class A>
-A wrap_add(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return A(uint64_t(a) + uint64_t(b));
-  else return a + b;
-}
-template <class A>
-A wrap_mul(A a, A b) {
-  if constexpr (std::is_integral_v<A>) return A(uint64_t(a) * uint64_t(b));
-  else return a * b;
-}
-
 std::vector<Tensor> cum_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   Tensor out = make_tensor(specs[0]);
   if (out.numel() == 0) return {out};
@@ -62,7 +50,8 @@ std::vector<Tensor> cum_kernel(const Args& a, const std::vector<TensorSpec>& spe
     if constexpr (std::is_same_v<T, bool>) {
       detail::fail("internal: bool scan output");
     } else {
-      // Floats accumulate in double (as PyTorch's CPU cumsum), integers in int64.
+      // Floats accumulate in double (as PyTorch's CPU cumsum), integers in int64 with
+      // wrapping arithmetic (loops.h's wrap_add/wrap_mul), as PyTorch's two's complement.
       using A = std::conditional_t<std::is_floating_point_v<acc_t<T>>, double, int64_t>;
       const T* in = x.data<T>();
       T* o = out.data<T>();
