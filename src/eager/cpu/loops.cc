@@ -1,5 +1,9 @@
 #include "eager/cpu/loops.h"
 
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+
 namespace kiln::cpu {
 
 StridedLoop::StridedLoop(const std::vector<const Tensor*>& operands, const Shape& shape) {
@@ -37,6 +41,29 @@ StridedLoop::StridedLoop(const std::vector<const Tensor*>& operands, const Shape
     for (size_t k = 0; k < no; ++k) strides_[k].push_back(st[k][d]);
   }
   if (strides_.empty()) strides_.resize(no);
+}
+
+int max_threads() {
+  if (omp_in_parallel()) return 1;
+  const int n = omp_get_max_threads();
+  if (n <= 1) return n;
+  static const bool ignore_load = [] {
+    const char* e = std::getenv("KILN_IGNORE_LOAD");
+    return e && *e && std::string(e) != "0";
+  }();
+  if (ignore_load) return n;
+  static std::atomic<int64_t> next_check{0};
+  static std::atomic<bool> overloaded{false};
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now().time_since_epoch()).count();
+  if (now >= next_check.load(std::memory_order_relaxed)) {
+    next_check.store(now + 250, std::memory_order_relaxed);
+    double load = 0;
+    // Our own threads add up to ~n to the load; at twice the CPU count every CPU has another
+    // runnable task besides ours (measured: at a load of ~4 on 2 CPUs going parallel still paid).
+    if (getloadavg(&load, 1) == 1) overloaded.store(load >= 2.0 * omp_get_num_procs(), std::memory_order_relaxed);
+  }
+  return overloaded.load(std::memory_order_relaxed) ? 1 : n;
 }
 
 void copy_into(const Tensor& dst, const Tensor& src) {

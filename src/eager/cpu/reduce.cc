@@ -94,9 +94,9 @@ void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>&
   ReducePlan p = plan(x, dims);
   const T* in = x.data<T>();
   R* o = out.data<R>();  // out is fresh and contiguous: output i <-> kept linear index i
-  const int threads = omp_get_max_threads();
+  const int threads = max_threads();
   if (p.n_out >= threads || p.n_red < 32768) {
-#pragma omp parallel for if (p.n_out * p.n_red > 32768 && p.n_out > 1)
+#pragma omp parallel for num_threads(threads) if (p.n_out * p.n_red > 32768 && p.n_out > 1 && threads > 1)
     for (int64_t i = 0; i < p.n_out; ++i) {
       A acc = init;
       walk(in + offset_of(i, p.keep_sizes, p.keep_strides), p, 0, p.n_red,
@@ -152,10 +152,10 @@ A reduce_contig(const T* p, int64_t n, A init, Op op) {
 // each thread's share of one) is a reduce_contig.
 template <class T, class A, class Op>
 void reduce_inner(const T* in, T* o, const ReducePlan& p, A init, Op op) {
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = max_threads();
   const int64_t n = p.n_red;
   if (p.n_out >= threads || n < kGrain) {
-#pragma omp parallel for if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) schedule(static)
+#pragma omp parallel for num_threads(threads) if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) schedule(static)
     for (int64_t i = 0; i < p.n_out; ++i)
       o[i] = T(reduce_contig(in + offset_of(i, p.keep_sizes, p.keep_strides), n, init, op));
     return;
@@ -200,7 +200,7 @@ void reduce_outer(const T* in, T* o, const ReducePlan& p, A init, Op op) {
   const int64_t nblk = (cols + kColBlock - 1) / kColBlock, tasks = groups * nblk;
   const std::vector<int64_t> gs(p.keep_sizes.begin(), p.keep_sizes.end() - 1),
       gst(p.keep_strides.begin(), p.keep_strides.end() - 1);
-  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  const int threads = max_threads();
   const bool par = p.n_out * p.n_red > kGrain && threads > 1;
   auto block = [&](int64_t t, int64_t& m) {  // task t's input and output, m columns
     const int64_t g = t / nblk, j0 = (t % nblk) * kColBlock;
@@ -208,7 +208,7 @@ void reduce_outer(const T* in, T* o, const ReducePlan& p, A init, Op op) {
     return std::pair<const T*, T*>(in + offset_of(g, gs, gst) + j0, o + g * cols + j0);
   };
   if (tasks >= threads || !par || p.n_red < 2 * threads) {
-#pragma omp parallel for if (par && tasks > 1) schedule(static)
+#pragma omp parallel for num_threads(threads) if (par && tasks > 1) schedule(static)
     for (int64_t t = 0; t < tasks; ++t) {
       int64_t m;
       auto [src, dst] = block(t, m);

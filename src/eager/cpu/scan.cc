@@ -33,7 +33,8 @@ Lines lines_of(const Tensor& x, int64_t dim) {
 template <class F>
 void for_blocks(const Lines& l, F f) {
   const int64_t nblk = (l.inner + kBlock - 1) / kBlock, total = l.outer * nblk;
-#pragma omp parallel for if (l.outer * l.n * l.inner > 32768 && total > 1)
+  const int threads = max_threads();
+#pragma omp parallel for num_threads(threads) if (l.outer * l.n * l.inner > 32768 && total > 1 && threads > 1)
   for (int64_t t = 0; t < total; ++t) {
     const int64_t o = t / nblk, i0 = (t % nblk) * kBlock;
     f(o, i0, std::min(l.inner, i0 + kBlock));
