@@ -15,19 +15,7 @@ KILN_DECOMP(scaled_dot_product_attention) {
   const bool causal = a.b(5);
   const bool gqa = a.b(7);
   const char* op = "scaled_dot_product_attention";
-  KILN_CHECK(q.dim() >= 2 && k.dim() >= 2 && v.dim() >= 2, op, ": expected query, key and value with at least 2 dims");
-  KILN_CHECK(is_floating(q.dtype()) && k.dtype() == q.dtype() && v.dtype() == q.dtype(), op,
-             ": expected query, key and value to have the same floating dtype, got ", name(q.dtype()), ", ",
-             name(k.dtype()), " and ", name(v.dtype()));
-  KILN_CHECK(q.sym_size(-1) == k.sym_size(-1), op, ": query and key must have the same embedding size, got ",
-             q.sym_size(-1), " and ", k.sym_size(-1));
-  KILN_CHECK(k.sym_size(-2) == v.sym_size(-2), op, ": key and value must have the same sequence length, got ",
-             k.sym_size(-2), " and ", v.sym_size(-2));
-  KILN_CHECK_HINT(!(causal && mask.defined()), "pass either attn_mask or is_causal=true, not both", op,
-                  ": explicit attn_mask should not be set when is_causal=true");
-  KILN_CHECK(p >= 0 && p <= 1, op, ": dropout probability has to be between 0 and 1, but got ", p);
-  KILN_CHECK(!mask.defined() || mask.dtype() == kBool || is_floating(mask.dtype()), op,
-             ": expected attn_mask of dtype bool or floating point, got ", name(mask.dtype()));
+  check_attention_args(q, k, v, mask, p, causal);
   if (gqa) {
     KILN_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, op, ": enable_gqa needs inputs with a head dim (-3)");
     const int64_t hq = q.size(-3), hk = k.size(-3), hv = v.size(-3);
