@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -59,9 +60,15 @@ void save_safetensors(const TensorMap& tensors, const std::string& path, const M
   ops::CallSite site(loc);
   json header = json::object();
   if (!metadata.empty()) header["__metadata__"] = metadata;
+  // Data in order of decreasing element size (then name): every tensor starts aligned to its
+  // element size, as the reference writer arranges it.
+  std::vector<std::pair<std::string, Tensor>> order(tensors.begin(), tensors.end());
+  std::stable_sort(order.begin(), order.end(), [](const auto& x, const auto& y) {
+    return itemsize(x.second.dtype()) > itemsize(y.second.dtype());
+  });
   std::vector<Tensor> data;
   uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
+  for (const auto& [name, t] : order) {
     KILN_CHECK(name != "__metadata__", "save_safetensors: '__metadata__' is reserved and cannot name a tensor");
     KILN_CHECK(!t.is_fake(), "save_safetensors: tensor '", name, "' is fake (no data)");
     Tensor c = t.detach().contiguous();
@@ -187,10 +194,15 @@ TensorMap load_safetensors(const std::string& path, MetadataMap* metadata, Sourc
   TensorMap out;
   for (const Entry& e : entries) {
     char* p = data + e.begin;
-    const bool aligned = reinterpret_cast<uintptr_t>(p) % itemsize(e.dtype) == 0;
+    if (reinterpret_cast<uintptr_t>(p) % itemsize(e.dtype) != 0) {  // misaligned: copy the bytes once
+      Tensor t = make_tensor(e.shape, e.dtype);
+      if (e.end > e.begin) std::memcpy(t.data_ptr(), p, e.end - e.begin);
+      out[e.name] = t;
+      continue;
+    }
     Tensor t = from_blob(p, e.shape, e.dtype);
     t.impl()->storage->owner = map;  // the tensor keeps the mapping alive
-    out[e.name] = aligned ? t : clone(t);  // misaligned data is copied once
+    out[e.name] = t;
   }
   return out;
 }

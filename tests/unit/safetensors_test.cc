@@ -120,3 +120,25 @@ TEST(Safetensors, MalformedFilesGiveErrors) {
   EXPECT_THROW(load_safetensors("/nonexistent/dir/x.safetensors"), Error);
   EXPECT_THROW(save_safetensors({{"a", zeros({1})}}, "/nonexistent/dir/x.safetensors"), Error);
 }
+
+TEST(Safetensors, MisalignedDataIsCopied) {
+  // A 1-byte tensor first puts the float64 at an odd offset: loading must not read it in place.
+  std::string data(9, '\0');
+  data[0] = 1;
+  const double v = 2.5;
+  std::memcpy(data.data() + 1, &v, 8);
+  const std::string path = temp_path("misaligned");
+  write_bytes(path, file_with(R"({"b":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"d":{"dtype":"F64","shape":[1],"data_offsets":[1,9]}})", data));
+  TensorMap m = load_safetensors(path);
+  EXPECT_EQ(m["d"].item<double>(), 2.5);
+  EXPECT_EQ(m["b"].item<int64_t>(), 1);
+  std::remove(path.c_str());
+}
+
+TEST(Safetensors, WriterKeepsEveryTensorAligned) {
+  const std::string path = temp_path("aligned");
+  save_safetensors({{"a_byte", zeros({3}, kUInt8)}, {"b_double", zeros({2}, kFloat64)}, {"c_half", zeros({3}, kFloat16)}}, path);
+  for (auto& [k, t] : load_safetensors(path))
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % t.element_size(), 0u) << k;
+  std::remove(path.c_str());
+}
