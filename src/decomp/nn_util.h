@@ -10,7 +10,7 @@
 
 namespace kiln::decomp {
 
-inline Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+using ops::num;
 
 // The dtype NN ops compute in: 16-bit floats go through float32 as PyTorch's CPU kernels do.
 inline DType compute_dtype(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }

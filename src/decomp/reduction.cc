@@ -45,7 +45,7 @@ KILN_DECOMP(all) {
 }
 
 Tensor zero_i64() { return ops::scalar_to_tensor(Scalar(int64_t(0))); }
-Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+using ops::num;
 IntList dims_arg(const Args& a, size_t i) { return a.opt_ints(i) ? IntList(*a.opt_ints(i)) : IntList(std::nullopt); }
 
 // ---------------------------------------------------------------- max / min

@@ -8,8 +8,7 @@
 namespace kiln::decomp {
 namespace {
 using ops::Args;
-
-Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+using ops::num;
 
 KILN_DECOMP(argsort) {
   return {std::get<1>(sort(a.tensor(0), a.i64(1), a.b(2), a.b(3)))};

@@ -155,6 +155,8 @@ auto unbox_tuple(std::vector<Tensor>&& r) {
       std::make_index_sequence<N>{});
 }
 Tensor scalar_to_tensor(Scalar s);
+// A float number as a wrapped 0-d tensor: the constant operand of decompositions and derivatives.
+inline Tensor num(double v) { return scalar_to_tensor(Scalar(v)); }
 // self = result for in-place methods (add_, relu_, ...): checks PyTorch's rules (same shape,
 // result dtype castable to self's), then copy_.
 Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name);

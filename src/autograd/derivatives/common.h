@@ -7,7 +7,7 @@
 
 namespace kiln::autograd {
 
-inline Tensor num(double v) { return ops::scalar_to_tensor(Scalar(v)); }
+using ops::num;
 // grad reduced to the shape of input i (undoing broadcasting).
 inline Tensor to_input(const ops::GradCtx& g, size_t i, const Tensor& grad) {
   return sum_to(grad, g.inputs[i].sym_sizes());

@@ -6,8 +6,13 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 namespace kiln::cpu {
+
+// What the NN row kernels accumulate in: double for float64 rows, float otherwise.
+template <class T>
+using row_acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 // exp(x) for x <= 0 (float): x = k ln2 + r with |r| <= ln2 / 2, exp(r) by its degree-6 Taylor
 // polynomial (relative error ~1e-7), 2^k through the exponent bits. |x| is clamped at 87 on its

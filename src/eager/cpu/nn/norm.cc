@@ -5,13 +5,12 @@
 
 #include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
+#include "eager/cpu/nn/fast_exp.h"
 
 namespace kiln::cpu {
 namespace {
 using ops::Args;
 
-template <class T>
-using row_acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 int64_t row_size(const SymShape& ns) {
   int64_t m = 1;

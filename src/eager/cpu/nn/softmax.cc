@@ -7,13 +7,12 @@
 
 #include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
+#include "eager/cpu/nn/fast_exp.h"
 
 namespace kiln::cpu {
 namespace {
 using ops::Args;
 
-template <class T>
-using row_acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
 
 std::vector<TensorSpec> softmax_meta(const Args& a) {
   const Tensor& x = a.tensor(0);
