@@ -1,0 +1,112 @@
+// Grad mode, kiln.autograd.backward/grad, autocast and the random generator.
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+
+#include "bind.h"
+
+namespace kiln::py {
+namespace {
+
+TensorList tensor_seq(nb::handle h, const char* what, bool allow_none = false) {
+  TensorList out;
+  if (const Tensor* t = as_tensor(h)) return {*t};
+  if (!PyList_Check(h.ptr()) && !PyTuple_Check(h.ptr()))
+    throw nb::type_error((std::string(what) + " must be a Tensor or a sequence of Tensors").c_str());
+  for (nb::handle e : h) {
+    if (allow_none && e.is_none()) {
+      out.emplace_back();
+    } else if (const Tensor* t = as_tensor(e)) {
+      out.push_back(*t);
+    } else {
+      throw nb::type_error((std::string(what) + " must contain only Tensors").c_str());
+    }
+  }
+  return out;
+}
+
+// Autocast regions nest; Python enters and exits them through this stack.
+thread_local std::vector<std::unique_ptr<AutocastGuard>> autocast_stack;
+
+}  // namespace
+
+void bind_autograd(nb::module_& m) {
+  m.def("is_grad_enabled", &is_grad_enabled);
+  m.def("set_grad_enabled", &set_grad_enabled, nb::arg("mode"));
+  m.def("_backward", [](nb::handle tensors, nb::handle grads, bool retain_graph, bool create_graph) {
+    TensorList g = grads.is_none() ? TensorList{} : tensor_seq(grads, "grad_tensors", true);
+    backward(tensor_seq(tensors, "tensors"), g, retain_graph, create_graph);
+  });
+  m.def("_grad", [](nb::handle outputs, nb::handle inputs, nb::handle grads, bool retain_graph, bool create_graph,
+                    bool allow_unused) {
+    TensorList g = grads.is_none() ? TensorList{} : tensor_seq(grads, "grad_outputs", true);
+    TensorList r = grad(tensor_seq(outputs, "outputs"), tensor_seq(inputs, "inputs"), g, retain_graph, create_graph,
+                        allow_unused);
+    nb::list out;
+    for (auto& t : r) out.append(t.defined() ? nb::cast(t) : nb::none());
+    return nb::tuple(out);
+  });
+  m.def("_autocast_push", [](nb::handle dtype, bool enabled) {
+    auto d = as_dtype(dtype);
+    if (!d) throw nb::type_error("autocast: dtype must be a kiln.dtype");
+    autocast_stack.push_back(std::make_unique<AutocastGuard>(*d, enabled));
+  });
+  m.def("_autocast_pop", [] {
+    if (!autocast_stack.empty()) autocast_stack.pop_back();
+  });
+  m.def("get_autocast_dtype", []() -> nb::object {
+    auto d = autocast_dtype();
+    return d ? dtype_object(*d) : nb::none();
+  });
+  m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, nb::arg("seed"),
+        "Seeds kiln's Philox generator (rand, randn, randint, randperm, dropout).");
+  m.def("get_rng_state", [] {
+    GeneratorState s = generator_state();
+    return nb::make_tuple(s.seed, s.offset);
+  });
+  m.def("set_rng_state", [](uint64_t seed, uint64_t offset) { set_generator_state({seed, offset}); });
+  m.def("result_type", [](nb::handle a, nb::handle b) {
+    return dtype_object(kiln::result_type({to_tensor_or_number(a, "result_type(): a"), to_tensor_or_number(b, "result_type(): b")}));
+  });
+  m.def("promote_types", [](nb::handle a, nb::handle b) {
+    auto x = as_dtype(a), y = as_dtype(b);
+    if (!x || !y) throw nb::type_error("promote_types(): expected two kiln.dtype");
+    return dtype_object(promote_types(*x, *y));
+  });
+  m.def("can_cast", [](nb::handle a, nb::handle b) {
+    auto x = as_dtype(a), y = as_dtype(b);
+    if (!x || !y) throw nb::type_error("can_cast(): expected two kiln.dtype");
+    return can_cast(*x, *y);
+  });
+}
+
+void bind_runtime(nb::module_& m) {
+  m.def("save", [](nb::dict tensors, const std::string& path, nb::handle metadata) {
+    TensorMap map;
+    for (auto [k, v] : tensors) {
+      const Tensor* t = as_tensor(v);
+      if (!PyUnicode_Check(k.ptr()) || !t) throw nb::type_error("save(): expected a dict of str -> Tensor");
+      map[nb::cast<std::string>(k)] = *t;
+    }
+    MetadataMap meta;
+    if (!metadata.is_none())
+      for (auto [k, v] : nb::cast<nb::dict>(metadata)) meta[nb::cast<std::string>(k)] = nb::cast<std::string>(v);
+    save_safetensors(map, path, meta);
+  }, nb::arg("tensors"), nb::arg("path"), nb::arg("metadata") = nb::none(),
+     "Writes a dict of tensors to a safetensors file (atomically).");
+  m.def("load", [](const std::string& path, bool with_metadata) -> nb::object {
+    MetadataMap meta;
+    TensorMap map = load_safetensors(path, &meta);
+    nb::dict d;
+    for (auto& [k, v] : map) d[k.c_str()] = nb::cast(v);
+    if (!with_metadata) return d;
+    nb::dict md;
+    for (auto& [k, v] : meta) md[k.c_str()] = v;
+    return nb::make_tuple(d, md);
+  }, nb::arg("path"), nb::arg("with_metadata") = false,
+     "Reads every tensor of a safetensors file into a dict (memory-mapped, copy-on-write).");
+}
+
+}  // namespace kiln::py

@@ -1,0 +1,24 @@
+"""kiln: a deep-learning framework and compiler with a PyTorch-like API.
+
+    import kiln
+    x = kiln.randn(4, 8, requires_grad=True)
+    loss = (x.relu() ** 2).sum()
+    loss.backward()
+
+Every op of kiln's registry is a function here (kiln.add, kiln.softmax, ...) and, where PyTorch
+has one, a Tensor method. See docs/python-api.md.
+"""
+from . import _C
+from ._C import (Tensor, Error, dtype, device, tensor, from_dlpack, from_numpy, manual_seed,
+                 get_rng_state, set_rng_state, is_grad_enabled, set_grad_enabled, result_type,
+                 promote_types, can_cast, save, load, get_autocast_dtype)
+from ._C import (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64,
+                 float, double, half, long, int, short)
+from ._C._ops import *  # noqa: F401,F403  every op: kiln.add, kiln.matmul, ...
+from ._creation import (zeros, ones, empty, full, rand, randn, randint, randperm, arange, linspace,
+                        eye, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like)
+from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
+from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel
+from . import autograd, nn, optim  # noqa: E402
+
+__version__ = "0.1.0"

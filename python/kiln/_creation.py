@@ -1,0 +1,110 @@
+"""Factories with PyTorch's signatures: sizes as varargs or a sequence, requires_grad=."""
+import builtins
+
+from . import _C
+
+_ops = _C._ops
+
+
+def _sizes(size):
+    if len(size) == 1 and isinstance(size[0], (list, tuple)):
+        return tuple(size[0])
+    return tuple(size)
+
+
+def _finish(t, requires_grad):
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+def zeros(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.zeros(_sizes(size), dtype=dtype, device=device), requires_grad)
+
+
+def ones(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.ones(_sizes(size), dtype=dtype, device=device), requires_grad)
+
+
+def empty(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.empty(_sizes(size), dtype=dtype, device=device), requires_grad)
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.full(size, fill_value, dtype=dtype, device=device), requires_grad)
+
+
+def rand(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.rand(_sizes(size), dtype=dtype, device=device), requires_grad)
+
+
+def randn(*size, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.randn(_sizes(size), dtype=dtype, device=device), requires_grad)
+
+
+def randint(low, high=None, size=None, *, dtype=None, device=None):
+    """randint(high, size) or randint(low, high, size), as torch.randint."""
+    if size is None:
+        low, high, size = 0, low, high
+    return _ops.randint(low, high, size, dtype=dtype, device=device)
+
+
+def randperm(n, *, dtype=None, device=None):
+    return _ops.randperm(n, dtype=dtype, device=device)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """arange(end) or arange(start, end, step=1), as torch.arange."""
+    if end is None:
+        start, end = 0, start
+    return _finish(_ops.arange(start, end, step, dtype=dtype, device=device), requires_grad)
+
+
+def linspace(start, end, steps, *, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.linspace(start, end, steps, dtype=dtype, device=device), requires_grad)
+
+
+def eye(n, m=None, *, dtype=None, device=None, requires_grad=False):
+    return _finish(_ops.eye(n, m, dtype=dtype, device=device), requires_grad)
+
+
+def _like(op):
+    def make(input, *args, dtype=None, requires_grad=False, **kwargs):
+        kwargs.pop("device", None)
+        return _finish(op(input, *args, dtype=dtype, **kwargs), requires_grad)
+    make.__name__ = op.__name__
+    return make
+
+
+zeros_like = _like(_ops.zeros_like)
+ones_like = _like(_ops.ones_like)
+empty_like = _like(_ops.empty_like)
+full_like = _like(_ops.full_like)
+rand_like = _like(_ops.rand_like)
+randn_like = _like(_ops.randn_like)
+
+
+# Tensor.new_* use the tensor's dtype unless told otherwise.
+def _new(factory):
+    def method(self, *size, dtype=None, requires_grad=False, **kwargs):
+        kwargs.pop("device", None)
+        return factory(*size, dtype=dtype or self.dtype, requires_grad=requires_grad, **kwargs)
+    return method
+
+
+_C.Tensor.new_zeros = _new(zeros)
+_C.Tensor.new_ones = _new(ones)
+_C.Tensor.new_empty = _new(empty)
+
+
+def _new_full(self, size, fill_value, *, dtype=None, requires_grad=False, device=None):
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+def _new_tensor(self, data, *, dtype=None, requires_grad=False, device=None):
+    return _C.tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+
+
+_C.Tensor.new_full = _new_full
+_C.Tensor.new_tensor = _new_tensor
+del builtins
