@@ -38,7 +38,7 @@ void bind_autograd(nb::module_& m) {
   m.def("_backward", [](nb::handle tensors, nb::handle grads, bool retain_graph, bool create_graph) {
     TensorList g = grads.is_none() ? TensorList{} : tensor_seq(grads, "grad_tensors", true);
     backward(tensor_seq(tensors, "tensors"), g, retain_graph, create_graph);
-  });
+  }, nb::arg("tensors"), nb::arg("grad_tensors").none(), nb::arg("retain_graph"), nb::arg("create_graph"));
   m.def("_grad", [](nb::handle outputs, nb::handle inputs, nb::handle grads, bool retain_graph, bool create_graph,
                     bool allow_unused) {
     TensorList g = grads.is_none() ? TensorList{} : tensor_seq(grads, "grad_outputs", true);
@@ -47,7 +47,8 @@ void bind_autograd(nb::module_& m) {
     nb::list out;
     for (auto& t : r) out.append(t.defined() ? nb::cast(t) : nb::none());
     return nb::tuple(out);
-  });
+  }, nb::arg("outputs"), nb::arg("inputs"), nb::arg("grad_outputs").none(), nb::arg("retain_graph"),
+     nb::arg("create_graph"), nb::arg("allow_unused"));
   m.def("_autocast_push", [](nb::handle dtype, bool enabled) {
     auto d = as_dtype(dtype);
     if (!d) throw nb::type_error("autocast: dtype must be a kiln.dtype");
@@ -94,7 +95,7 @@ void bind_runtime(nb::module_& m) {
     if (!metadata.is_none())
       for (auto [k, v] : nb::cast<nb::dict>(metadata)) meta[nb::cast<std::string>(k)] = nb::cast<std::string>(v);
     save_safetensors(map, path, meta);
-  }, nb::arg("tensors"), nb::arg("path"), nb::arg("metadata") = nb::none(),
+  }, nb::arg("tensors"), nb::arg("path"), nb::arg("metadata").none() = nb::none(),
      "Writes a dict of tensors to a safetensors file (atomically).");
   m.def("load", [](const std::string& path, bool with_metadata) -> nb::object {
     MetadataMap meta;

@@ -201,7 +201,7 @@ void bind_interop(nb::module_& m, nb::handle tensor_cls) {
     Tensor t = tensor_from_data(data, dt);
     if (requires_grad) t.requires_grad_(true);
     return t;
-  }, nb::arg("data"), nb::kw_only(), nb::arg("dtype") = nb::none(), nb::arg("device") = nb::none(),
+  }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),
      nb::arg("requires_grad") = false,
      "A new tensor holding a copy of `data` (nested lists of numbers, a NumPy array, a tensor).");
   m.def("from_dlpack", &from_dlpack, nb::arg("obj"),
@@ -218,7 +218,7 @@ void bind_interop(nb::module_& m, nb::handle tensor_cls) {
   nb::setattr(cls, "__array__", nb::cpp_function([](const Tensor& t, nb::handle dtype, nb::handle) {
     nb::object a = nb::cast(to_array<nb::numpy>(t.detach()));
     return dtype.is_none() ? a : a.attr("astype")(dtype);
-  }, nb::is_method(), nb::name("__array__"), nb::scope(cls), nb::arg("dtype") = nb::none(), nb::arg("copy") = nb::none()));
+  }, nb::is_method(), nb::name("__array__"), nb::scope(cls), nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none()));
   // A DLPack capsule (unversioned; every consumer accepts it whatever max_version it asks for).
   nb::setattr(cls, "__dlpack__", nb::cpp_function([](const Tensor& t, nb::kwargs) {
     return nb::cast(to_array<>(t.detach()));
