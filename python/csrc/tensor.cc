@@ -8,6 +8,7 @@
 namespace kiln::py {
 
 Tensor index_get(const Tensor& self, nb::handle index);
+Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype);
 void index_set(Tensor& self, nb::handle index, nb::handle value);
 
 namespace {
@@ -85,6 +86,16 @@ void bind_tensor(nb::module_& m) {
   auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(),
                                 "An n-dimensional array with autograd, as torch.Tensor. Make one with kiln.tensor, "
                                 "kiln.zeros, kiln.randn, ... or kiln.from_dlpack.");
+  // Tensor(t) shares t's data (what nn.Parameter(t) builds on); Tensor(data) copies data, as
+  // torch.Tensor, into float32 unless it is already a tensor or array with its own dtype.
+  cls.def("__init__", [](Tensor* self, nb::handle data) {
+    if (const Tensor* t = as_tensor(data)) {
+      new (self) Tensor(*t);
+      return;
+    }
+    bool array = PyObject_HasAttrString(data.ptr(), "__dlpack__") || PyObject_CheckBuffer(data.ptr());
+    new (self) Tensor(tensor_from_data(data, array ? std::nullopt : std::optional(kFloat32)));
+  }, nb::arg("data"));
   cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes()); })
       .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_prop_ro("device", [](const Tensor& t) { return PyDevice{t.device()}; })
