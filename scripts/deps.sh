@@ -3,7 +3,7 @@
 set -euo pipefail
 need=()
 have() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for pkg in cmake ninja-build g++ python3 libopenblas-dev libopenblas-openmp-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
+for pkg in cmake ninja-build g++ python3 python3-dev python3-pip libopenblas-dev libopenblas-openmp-dev libgtest-dev libbenchmark-dev nlohmann-json3-dev; do
   have "$pkg" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -13,8 +13,15 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
-# The Python packages the tests cross-check against (the reference safetensors reader/writer).
-if ! python3 -c 'import safetensors, numpy' >/dev/null 2>&1; then
-  echo "kiln: installing safetensors and numpy (pip)"
-  python3 -m pip install -q safetensors numpy 2>/dev/null || python3 -m pip install -q --break-system-packages safetensors numpy
+# Python packages: nanobind + scikit-build-core build the extension; numpy, safetensors, PyTorch
+# (CPU is enough) and pytest are what the Python suite checks kiln against.
+py_need=()
+for mod in nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy safetensors:safetensors \
+           pytest:pytest torch:torch; do
+  python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('${mod%%:*}') is None)" 2>/dev/null ||
+    py_need+=("${mod##*:}")
+done
+if [ ${#py_need[@]} -gt 0 ]; then
+  echo "kiln: installing ${py_need[*]} (pip)"
+  python3 -m pip install -q "${py_need[@]}" 2>/dev/null || python3 -m pip install -q --break-system-packages "${py_need[@]}"
 fi
