@@ -3,6 +3,7 @@
 #include "graph/graph.h"
 
 #include "graph/passes/passes.h"
+#include "core/tensor_impl.h"
 #include "sym/expr.h"
 #include "test_util.h"
 
@@ -97,14 +98,14 @@ TEST(GraphText, RoundTripsBuiltGraph) {
 
 TEST(GraphText, RoundTripsEveryLiteralKind) {
   const std::string text =
-      "graph(%x: f32[2, 3], %i: i64[4]):\n"
+      "graph(%x: f32[2, 3], %v: f32[1, 2, 3]):\n"
       "  %0: f32[3] = constant([1.5, -2.0, inf])\n"
       "  %1: b8[3] = constant([True, False, True])\n"
       "  %2: f32[2, 3] = clamp(%x, min=-1, max=0.5)\n"
       "  %3: f32[2, 3] = div(%2, %0, rounding_mode=\"floor\")\n"
       "  %4: f32[2, 3] = masked_fill(%3, %1, nan)\n"
       "  %5: f64[2, 3] = convert_element_type(%4, f64)\n"
-      "  %6: f32[3, 3] = interpolate(%x, scale_factor=[1.5, 1.0])\n"
+      "  %6: f32[1, 2, 4] = interpolate(%v, scale_factor=[1.5])\n"
       "  %7: f32[2, 3] = leaky_relu(%x, negative_slope=1e-05)\n"
       "  return (%5, %6, %7)\n";
   Graph g = parse(text);
