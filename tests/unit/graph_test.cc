@@ -233,6 +233,34 @@ TEST(GraphParse, ReportsLineAndColumn) {
   expect_parse_error("graph(%x: f32[3]):\n  %0: f32[3] = neg(%x, \"a)\n", "2:24:", "unterminated string");
 }
 
+// Capture builds graphs from inside its dispatch interceptor: spec inference must not be seen by
+// it (gelu decomposes into several ops on fake tensors).
+TEST(GraphBuilder, SpecInferenceBypassesDispatchMode) {
+  struct Counter : ops::DispatchMode {
+    int calls = 0;
+    std::optional<std::vector<Tensor>> intercept(const ops::Args&) override { return ++calls, std::nullopt; }
+  } counter;
+  Graph g;
+  Value* x = g.add_input(spec({2, 3}), "x");
+  ops::DispatchMode* prev = ops::set_dispatch_mode(&counter);
+  Value* y = g.add_call(OpId::gelu, {x, std::string("tanh")})[0];
+  ops::set_dispatch_mode(prev);
+  EXPECT_EQ(counter.calls, 0);
+  EXPECT_EQ(spec_str(y->spec), "f32[2, 3]");
+}
+
+TEST(GraphBuilder, CanonicalizesNumericArguments) {
+  Graph g;
+  Value* x = g.add_input(spec({2, 3}), "x");
+  // An int where the schema says Scalar / SymInt is stored as that type, so CSE sees equal calls.
+  Node* a = g.add_call(OpId::clamp, {x, int64_t(0), std::monostate{}})[0]->producer;
+  EXPECT_TRUE(std::holds_alternative<Scalar>(a->args[1]));
+  Node* b = g.add_call(OpId::narrow, {x, int64_t(1), int64_t(0), int64_t(2)})[0]->producer;
+  EXPECT_TRUE(std::holds_alternative<SymInt>(b->args[2]));
+  g.set_outputs({a->outputs[0], b->outputs[0]});
+  verify(g);
+}
+
 TEST(GraphPasses, UnknownPassIsAnError) {
   Built b = build();
   EXPECT_THROW(run_passes(b.g, {"nope"}), Error);
