@@ -140,17 +140,19 @@ Value* Graph::make_value(TensorSpec spec, std::string name) {
   auto v = std::make_unique<Value>();
   v->id = next_id_++;
   v->spec = normalized(std::move(spec));
+  values_.push_back(std::move(v));
+  rename(values_.back().get(), std::move(name));
+  return values_.back().get();
+}
+
+void Graph::rename(Value* v, std::string name) {
   name = sanitize(std::move(name));
   if (!name.empty()) {
-    auto taken = [&](const std::string& n) {
-      return std::any_of(values_.begin(), values_.end(), [&](auto& o) { return o->name == n; });
-    };
     std::string base = name;
-    for (int k = 1; taken(name); ++k) name = base + "_" + std::to_string(k);
+    for (int k = 1; names_.count(name); ++k) name = base + "_" + std::to_string(k);
+    names_.insert(name);
   }
   v->name = std::move(name);
-  values_.push_back(std::move(v));
-  return values_.back().get();
 }
 
 Value* Graph::add_input(TensorSpec spec, std::string name) {
@@ -165,8 +167,12 @@ void Graph::add_uses(Node* n) {
 
 Node* Graph::append(std::unique_ptr<Node> n, const Node* before) {
   Node* raw = n.get();
-  auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == before; });
-  nodes_.insert(before ? pos : nodes_.end(), std::move(n));
+  if (before) {
+    auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == before; });
+    nodes_.insert(pos, std::move(n));
+  } else {
+    nodes_.push_back(std::move(n));  // the builder's case: no search
+  }
   add_uses(raw);
   return raw;
 }

@@ -7,6 +7,7 @@
 
 #include <memory>
 #include <string>
+#include <unordered_set>
 #include <variant>
 #include <vector>
 
@@ -78,7 +79,9 @@ class Graph {
   // --- editing (passes)
   void replace_all_uses(Value* from, Value* to);  // args of every user and graph outputs
   void erase_node(Node* n);  // its outputs must be unused
-  Value* make_value(TensorSpec spec, std::string name = "");  // an unattached value (parser)
+  Value* make_value(TensorSpec spec, std::string name = "");  // an unattached value
+  // Names are identifiers (other characters become '_') and unique (a suffix _1, _2... is added).
+  void rename(Value* v, std::string name);
 
  private:
   Node* append(std::unique_ptr<Node> n, const Node* before);
@@ -87,6 +90,7 @@ class Graph {
   std::vector<Value*> inputs_;
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Value*> outputs_;
+  std::unordered_set<std::string> names_;  // every name given out (names stay unique)
   int next_id_ = 0;
 };
 

@@ -62,7 +62,7 @@ class Parser {
 
   void define(const Token& r, Value* v) {
     if (!values_.emplace(r.text, v).second) lx_.fail(r, "value %" + r.text + " is defined twice");
-    if (!numbered(r.text)) v->name = r.text;
+    if (!numbered(r.text)) g_.rename(v, r.text);
   }
 
   Value* lookup(const Token& r) {

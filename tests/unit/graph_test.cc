@@ -261,6 +261,18 @@ TEST(GraphBuilder, CanonicalizesNumericArguments) {
   verify(g);
 }
 
+TEST(GraphBuilder, NamesAreUniqueIdentifiers) {
+  Graph g;
+  Value* a = g.add_input(spec({2}), "fc1.weight");
+  Value* b = g.add_input(spec({2}), "fc1.weight");
+  Value* c = g.add_input(spec({2}), "0bias");
+  EXPECT_EQ(a->name, "fc1_weight");
+  EXPECT_EQ(b->name, "fc1_weight_1");
+  EXPECT_EQ(c->name, "_0bias");
+  g.set_outputs({a, b, c});
+  EXPECT_EQ(print(parse(print(g))), print(g));
+}
+
 TEST(GraphPasses, UnknownPassIsAnError) {
   Built b = build();
   EXPECT_THROW(run_passes(b.g, {"nope"}), Error);
