@@ -27,17 +27,6 @@ struct Overload : F... {
 template <class... F>
 Overload(F...) -> Overload<F...>;
 
-ops::Arg to_fake_arg(const NodeArg& a) {
-  return std::visit(Overload{[](Value* v) -> ops::Arg { return fake_of(v); },
-                             [](const ValueList& l) -> ops::Arg {
-                               TensorList t;
-                               for (Value* v : l) t.push_back(v ? fake_of(v) : Tensor());
-                               return t;
-                             },
-                             [](const auto& x) -> ops::Arg { return x; }},
-                    a);
-}
-
 // Names are identifiers (they print as %name); anything else becomes '_'.
 std::string sanitize(std::string n) {
   for (char& c : n)
@@ -47,6 +36,17 @@ std::string sanitize(std::string n) {
 }
 
 }  // namespace
+
+ops::Arg box_arg(const NodeArg& a, const std::function<Tensor(const Value*)>& tensor_of) {
+  return std::visit(Overload{[&](Value* v) -> ops::Arg { return tensor_of(v); },
+                             [&](const ValueList& l) -> ops::Arg {
+                               TensorList t;
+                               for (Value* v : l) t.push_back(v ? tensor_of(v) : Tensor());
+                               return t;
+                             },
+                             [](const auto& x) -> ops::Arg { return x; }},
+                    a);
+}
 
 const char* Node::name() const { return kind == NodeKind::Constant ? "constant" : ops::op_info(op).name; }
 
@@ -122,7 +122,7 @@ std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& ar
   std::vector<ops::Arg> boxed;
   bool any_tensor = false;
   for (const NodeArg& a : args) {
-    boxed.push_back(to_fake_arg(a));
+    boxed.push_back(box_arg(a, fake_of));
     any_tensor = any_tensor || std::holds_alternative<Value*>(a) || std::holds_alternative<ValueList>(a);
   }
   const ops::OpInfo& info = ops::op_info(op);

@@ -5,6 +5,7 @@
 #pragma once
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_set>
@@ -97,6 +98,9 @@ class Graph {
 // The output specs op computes for these arguments, from fake tensors (no data is touched;
 // autocast off, no grad, capture's dispatch mode suspended).
 std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& args);
+// The ops::Arg for a node argument, with each value replaced by tensor_of(value) (None holes
+// in lists become undefined tensors).
+ops::Arg box_arg(const NodeArg& a, const std::function<Tensor(const Value*)>& tensor_of);
 // A fake tensor with v's metadata (wrapped-number flag kept for constants).
 Tensor fake_of(const Value* v);
 // The spec with strides filled in (contiguous when empty).

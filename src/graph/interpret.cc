@@ -22,7 +22,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
                " is ", name(t.dtype()), shape_str(t.sym_sizes()), " but the graph expects ", spec_str(v->spec));
     env[v] = t;
   }
-  auto get = [&](const Value* v) -> const Tensor& {
+  auto get = [&](const Value* v) -> Tensor {
     auto it = env.find(v);
     KILN_CHECK(it != env.end(), "graph interpret: value #", v->id, " is used before it is computed");
     return it->second;
@@ -34,24 +34,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
       outs = {n.literal};
     } else {
       std::vector<ops::Arg> args;
-      for (const NodeArg& a : n.args) {
-        if (auto* v = std::get_if<Value*>(&a)) {
-          args.push_back(get(*v));
-        } else if (auto* l = std::get_if<ValueList>(&a)) {
-          TensorList ts;
-          for (const Value* e : *l) ts.push_back(e ? get(e) : Tensor());
-          args.push_back(std::move(ts));
-        } else {
-          // Same alternatives after the two tensor ones: copy by index.
-          args.push_back(std::visit([](const auto& x) -> ops::Arg {
-            if constexpr (std::is_same_v<std::decay_t<decltype(x)>, Value*> ||
-                          std::is_same_v<std::decay_t<decltype(x)>, ValueList>)
-              return {};
-            else
-              return x;
-          }, a));
-        }
-      }
+      for (const NodeArg& a : n.args) args.push_back(box_arg(a, get));
       outs = ops::call(n.op, std::move(args));
     }
     KILN_CHECK(outs.size() == n.outputs.size(), "graph interpret: node ", i, " (", n.name(), ") returned ",

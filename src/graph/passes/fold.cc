@@ -35,21 +35,7 @@ bool try_evaluate(Graph& g, Node* n) {
   for (const Value* o : n->outputs)
     if (!foldable_output(o)) return false;
   std::vector<ops::Arg> args;
-  for (const NodeArg& a : n->args) {
-    if (auto* v = std::get_if<Value*>(&a)) {
-      args.push_back((*v)->producer->literal);
-    } else if (auto* l = std::get_if<ValueList>(&a)) {
-      TensorList ts;
-      for (const Value* e : *l) ts.push_back(e ? e->producer->literal : Tensor());
-      args.push_back(std::move(ts));
-    } else {
-      args.push_back(std::visit([](const auto& x) -> ops::Arg {
-        using T = std::decay_t<decltype(x)>;
-        if constexpr (std::is_same_v<T, Value*> || std::is_same_v<T, ValueList>) return {};
-        else return x;
-      }, a));
-    }
-  }
+  for (const NodeArg& a : n->args) args.push_back(box_arg(a, [](const Value* v) { return v->producer->literal; }));
   std::vector<Tensor> outs;
   {
     NoGradGuard no_grad;
