@@ -13,11 +13,20 @@
 namespace kiln::graph {
 namespace {
 
-// Capture calls add_call from inside its dispatch interceptor; a decomposition run for spec
-// inference must not be recorded again.
-struct SuspendDispatchMode {
-  ops::DispatchMode* prev = ops::set_dispatch_mode(nullptr);
-  ~SuspendDispatchMode() { ops::set_dispatch_mode(prev); }
+// Spec inference runs ops in this mode: every op with a meta function answers with fake
+// outputs, so nothing allocates data, not even ops without tensor inputs (arange, zeros) or
+// the ops inside a decomposition. It replaces capture's own mode while active: capture calls
+// add_call from inside its interceptor and must not record the inner calls again.
+struct FakeMode : ops::DispatchMode {
+  ops::DispatchMode* prev = ops::set_dispatch_mode(this);
+  ~FakeMode() override { ops::set_dispatch_mode(prev); }
+  std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override {
+    const ops::OpInfo& info = ops::op_info(a.op);
+    if (info.kind == ops::OpKind::VIEW || !info.meta) return std::nullopt;  // views of fakes are fake
+    std::vector<Tensor> outs;
+    for (const TensorSpec& s : info.meta(a)) outs.push_back(make_fake(s));
+    return outs;
+  }
 };
 
 template <class... F>
@@ -116,21 +125,12 @@ void canonicalize_args(ops::OpId op, std::vector<NodeArg>& args) {
 }
 
 std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& args) {
-  SuspendDispatchMode suspend;
   NoGradGuard no_grad;
   AutocastGuard no_autocast(kBFloat16, false);
+  FakeMode fake;
   std::vector<ops::Arg> boxed;
-  bool any_tensor = false;
-  for (const NodeArg& a : args) {
-    boxed.push_back(box_arg(a, fake_of));
-    any_tensor = any_tensor || std::holds_alternative<Value*>(a) || std::holds_alternative<ValueList>(a);
-  }
-  const ops::OpInfo& info = ops::op_info(op);
+  for (const NodeArg& a : args) boxed.push_back(box_arg(a, fake_of));
   std::vector<TensorSpec> specs;
-  if (!any_tensor && info.meta) {  // creation ops: the meta answers without allocating
-    for (const TensorSpec& s : info.meta(ops::Args{op, std::move(boxed)})) specs.push_back(normalized(s));
-    return specs;
-  }
   for (const Tensor& t : ops::call(op, std::move(boxed))) specs.push_back(normalized(t.spec()));
   return specs;
 }

@@ -95,8 +95,9 @@ class Graph {
   int next_id_ = 0;
 };
 
-// The output specs op computes for these arguments, from fake tensors (no data is touched;
-// autocast off, no grad, capture's dispatch mode suspended).
+// The output specs op computes for these arguments, from fake tensors: every op with a meta
+// function answers with fakes, so no data is allocated (autocast off, no grad; capture's
+// dispatch mode is replaced meanwhile, so the ops inside a decomposition aren't recorded).
 std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& args);
 // The ops::Arg for a node argument, with each value replaced by tensor_of(value) (None holes
 // in lists become undefined tensors).

@@ -1,4 +1,5 @@
 // The verifier: SSA form, op schemas, and output specs that match what each op's meta computes.
+#include <algorithm>
 #include <unordered_set>
 
 #include "graph/graph.h"
@@ -53,8 +54,12 @@ class Verifier {
       if (!arg_matches(sc.args[k], n.args[k]))
         fail(i, n, detail::cat("argument ", sc.args[k].name, " should be ", sc.args[k].type_text, ", got ", arg_kind_name(n.args[k])));
     }
-    for (const Value* v : n.inputs())
+    for (const Value* v : n.inputs()) {
       if (!defined_.count(v)) fail(i, n, "uses " + value_str(v) + " before its definition");
+      // Passes edit through the users lists; a stale one would mislead DCE and replace_all_uses.
+      if (std::find(v->users.begin(), v->users.end(), &n) == v->users.end())
+        fail(i, n, "is missing from the users of " + value_str(v));
+    }
     if (sc.num_returns >= 0 && int(n.outputs.size()) != sc.num_returns)
       fail(i, n, detail::cat("has ", n.outputs.size(), " outputs; the op returns ", sc.num_returns));
     std::vector<TensorSpec> want;

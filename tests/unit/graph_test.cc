@@ -152,6 +152,13 @@ TEST(GraphVerify, RejectsUseBeforeDefinitionInBuiltGraph) {
   }
 }
 
+TEST(GraphVerify, RejectsStaleUsersList) {
+  Graph g = parse("graph(%x: f32[3]):\n  %0: f32[3] = neg(%x)\n  return (%0)\n");
+  verify(g);
+  g.inputs()[0]->users.clear();
+  EXPECT_THROW(verify(g), Error);
+}
+
 TEST(GraphVerify, RejectsWrongArgumentType) {
   Graph g;
   Value* x = g.add_input(spec({3, 2}), "x");
