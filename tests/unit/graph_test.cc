@@ -221,6 +221,27 @@ TEST(GraphInterpret, MutationReachesTheCaller) {
   expect_same(x, y);
 }
 
+// Each value is dropped after its last use: when sin runs, exp's result (read only by neg) is gone.
+TEST(GraphInterpret, FreesValuesAfterLastUse) {
+  struct Watch : ops::DispatchMode {
+    std::weak_ptr<TensorImpl> exp_result;
+    bool alive_at_sin = true;
+    std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override {
+      if (a.op == OpId::neg) exp_result = a.tensor(0).impl_ptr();
+      if (a.op == OpId::sin) alive_at_sin = !exp_result.expired();
+      return std::nullopt;
+    }
+  } watch;
+  Graph g = parse("graph(%x: f32[3]):\n  %0: f32[3] = exp(%x)\n  %1: f32[3] = neg(%0)\n"
+                  "  %2: f32[3] = sin(%1)\n  return (%2)\n");
+  ops::DispatchMode* prev = ops::set_dispatch_mode(&watch);
+  std::vector<Tensor> out = interpret(g, {test::make({1, 2, 3}, {3}, kFloat32)});
+  ops::set_dispatch_mode(prev);
+  EXPECT_FALSE(watch.exp_result.lock());
+  EXPECT_FALSE(watch.alive_at_sin);
+  expect_same(out[0], sin(neg(exp(test::make({1, 2, 3}, {3}, kFloat32)))));
+}
+
 TEST(GraphInterpret, RejectsWrongInputs) {
   Built b = build();
   EXPECT_THROW(interpret(b.g, {zeros({4, 3})}), Error);
