@@ -1,0 +1,52 @@
+// Runs a graph with eager kernels. Each value is dropped after its last use, so peak memory
+// follows the graph's live set rather than its size.
+#include <unordered_map>
+
+#include "graph/graph.h"
+
+namespace kiln::graph {
+
+std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
+  KILN_CHECK(inputs.size() == g.inputs().size(), "graph interpret: the graph takes ", g.inputs().size(),
+             " inputs, got ", inputs.size());
+  const auto& nodes = g.nodes();
+  std::unordered_map<const Value*, size_t> last_use;
+  for (size_t i = 0; i < nodes.size(); ++i)
+    for (const Value* v : nodes[i]->inputs()) last_use[v] = i;
+  std::unordered_map<const Value*, Tensor> env;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const Value* v = g.inputs()[i];
+    const Tensor& t = inputs[i];
+    KILN_CHECK(t.defined(), "graph interpret: input ", i, " is undefined");
+    KILN_CHECK(t.dtype() == v->spec.dtype && t.dim() == int64_t(v->spec.sizes.size()), "graph interpret: input ", i,
+               " is ", name(t.dtype()), shape_str(t.sym_sizes()), " but the graph expects ", spec_str(v->spec));
+    env[v] = t;
+  }
+  auto get = [&](const Value* v) -> Tensor {
+    auto it = env.find(v);
+    KILN_CHECK(it != env.end(), "graph interpret: value #", v->id, " is used before it is computed");
+    return it->second;
+  };
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Node& n = *nodes[i];
+    std::vector<Tensor> outs;
+    if (n.kind == NodeKind::Constant) {
+      outs = {n.literal};
+    } else {
+      std::vector<ops::Arg> args;
+      for (const NodeArg& a : n.args) args.push_back(box_arg(a, get));
+      outs = ops::call(n.op, std::move(args));
+    }
+    KILN_CHECK(outs.size() == n.outputs.size(), "graph interpret: node ", i, " (", n.name(), ") returned ",
+               outs.size(), " tensors; the graph has ", n.outputs.size(), " outputs for it");
+    for (size_t k = 0; k < outs.size(); ++k)
+      if (g.has_uses(n.outputs[k])) env[n.outputs[k]] = std::move(outs[k]);
+    for (const Value* v : n.inputs())
+      if (last_use[v] == i && !g.is_output(v)) env.erase(v);
+  }
+  std::vector<Tensor> result;
+  for (const Value* v : g.outputs()) result.push_back(get(v));
+  return result;
+}
+
+}  // namespace kiln::graph
