@@ -3,84 +3,59 @@
 #include <array>
 #include <mutex>
 
-#include "graph/reader.h"
+#include "ops/schema.h"
 
 namespace kiln::graph {
 namespace {
 
-std::vector<std::string> split_top(const std::string& s) {
-  std::vector<std::string> out;
-  std::string cur;
-  int depth = 0;
-  bool in_str = false;
-  for (char c : s) {
-    if (c == '"') in_str = !in_str;
-    if (!in_str && (c == '(' || c == '[')) ++depth;
-    if (!in_str && (c == ')' || c == ']')) --depth;
-    if (!in_str && c == ',' && depth == 0) {
-      out.push_back(cur);
-      cur.clear();
+// The IR's view of an ops.def argument type: a base type, optional (T?), optional elements (Tensor?[]).
+void classify(ops::ArgType t, SchemaArg& a) {
+  using ops::ArgType;
+  switch (t) {
+    case ArgType::Tensor: case ArgType::OptTensor: a.base = ArgBase::Tensor; break;
+    case ArgType::TensorList: a.base = ArgBase::TensorList; break;
+    case ArgType::OptTensorList: a.base = ArgBase::TensorList, a.elem_optional = true; break;
+    case ArgType::Scalar: case ArgType::OptScalar: a.base = ArgBase::Scalar; break;
+    case ArgType::Int: case ArgType::OptInt: a.base = ArgBase::Int; break;
+    case ArgType::IntList: case ArgType::OptIntList: a.base = ArgBase::IntList; break;
+    case ArgType::SymInt: case ArgType::OptSymInt: a.base = ArgBase::SymInt; break;
+    case ArgType::SymIntList: case ArgType::OptSymIntList: a.base = ArgBase::SymIntList; break;
+    case ArgType::Float: case ArgType::OptFloat: a.base = ArgBase::Float; break;
+    case ArgType::OptFloatList: a.base = ArgBase::FloatList; break;
+    case ArgType::Bool: case ArgType::OptBool: a.base = ArgBase::Bool; break;
+    case ArgType::ScalarType: case ArgType::OptScalarType: a.base = ArgBase::ScalarType; break;
+    case ArgType::OptDevice: a.base = ArgBase::Device; break;
+    case ArgType::Str: case ArgType::OptStr: a.base = ArgBase::Str; break;
+  }
+}
+
+// A schema default as a node argument (NodeArg lists ops::Arg's alternatives in the same order;
+// defaults are never tensors).
+NodeArg to_node_arg(const ops::Arg& a) {
+  return std::visit([](const auto& v) -> NodeArg {
+    using V = std::decay_t<decltype(v)>;
+    if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, TensorList>) {
+      detail::fail("internal: a tensor default in a schema");
     } else {
-      cur += c;
+      return v;
     }
-  }
-  if (cur.find_first_not_of(' ') != std::string::npos) out.push_back(cur);
-  return out;
+  }, a);
 }
 
-std::string trim(const std::string& s) {
-  size_t a = s.find_first_not_of(' '), b = s.find_last_not_of(' ');
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
-SchemaArg parse_arg(const std::string& text, const char* op) {
-  SchemaArg a;
-  const size_t sp = text.find(' ');
-  KILN_CHECK(sp != std::string::npos, "internal: bad schema argument '", text, "' of ", op);
-  std::string type = text.substr(0, sp), rest = text.substr(sp + 1);
-  a.type_text = type;
-  const size_t eq = rest.find('=');
-  a.name = trim(rest.substr(0, eq));
-  if (type.size() > 2 && type.ends_with("[]")) {
-    std::string elem = type.substr(0, type.size() - 2);
-    a.elem_optional = elem.ends_with("?");
-    if (a.elem_optional) elem.pop_back();
-    type = elem + "[]";
-  }
-  if (type.ends_with("?")) {
-    a.optional = true;
-    type.pop_back();
-  }
-  static const std::pair<const char*, ArgBase> kBases[] = {
-      {"Tensor", ArgBase::Tensor},       {"Tensor[]", ArgBase::TensorList}, {"Scalar", ArgBase::Scalar},
-      {"int", ArgBase::Int},             {"int[]", ArgBase::IntList},       {"SymInt", ArgBase::SymInt},
-      {"SymInt[]", ArgBase::SymIntList}, {"float", ArgBase::Float},         {"float[]", ArgBase::FloatList},
-      {"bool", ArgBase::Bool},           {"ScalarType", ArgBase::ScalarType}, {"Device", ArgBase::Device},
-      {"str", ArgBase::Str}};
-  bool found = false;
-  for (auto& [n, b] : kBases)
-    if (type == n) a.base = b, found = true;
-  KILN_CHECK(found, "internal: unknown schema type '", a.type_text, "' in ", op);
-  if (eq != std::string::npos) {
-    Lexer lx(trim(rest.substr(eq + 1)));
-    RefLookup none = [&](const Token& t) -> Value* { lx.fail(t, "a default can't be a value"); };
-    a.default_value = read_arg(lx, a, none, 0);
-  }
-  return a;
-}
-
-Schema parse_schema(const ops::OpInfo& info) {
-  const std::string s = info.schema;
-  const size_t open = s.find('('), arrow = s.rfind("->");
-  const size_t close = s.rfind(')', arrow);
-  KILN_CHECK(open != std::string::npos && arrow != std::string::npos, "internal: bad schema of ", info.name);
+// The op's ops.def schema (parsed once by ops::op_schema) in the IR's terms.
+Schema from_ops_schema(ops::OpId op) {
+  const ops::Schema& os = ops::op_schema(op);
   Schema r;
-  for (const std::string& part : split_top(s.substr(open + 1, close - open - 1))) {
-    const std::string t = trim(part);
-    if (t != "*") r.args.push_back(parse_arg(t, info.name));
+  r.num_returns = os.num_outputs;
+  for (const ops::SchemaArg& oa : os.args) {
+    SchemaArg a;
+    a.name = oa.name;
+    a.type_text = oa.type_text;
+    a.optional = oa.optional();
+    classify(oa.type, a);
+    if (oa.has_default) a.default_value = to_node_arg(oa.default_value);
+    r.args.push_back(std::move(a));
   }
-  const std::string ret = trim(s.substr(arrow + 2));
-  r.num_returns = ret == "Tensor[]" ? -1 : ret.front() == '(' ? int(split_top(ret.substr(1, ret.size() - 2)).size()) : 1;
   return r;
 }
 
@@ -90,7 +65,7 @@ const Schema& schema_of(ops::OpId op) {
   static std::array<Schema, ops::kNumOps> table;
   static std::once_flag once;
   std::call_once(once, [] {
-    for (int i = 0; i < ops::kNumOps; ++i) table[i] = parse_schema(ops::op_info(ops::OpId(i)));
+    for (int i = 0; i < ops::kNumOps; ++i) table[i] = from_ops_schema(ops::OpId(i));
   });
   KILN_CHECK(int(op) < ops::kNumOps, "internal: bad op id ", int(op));
   return table[size_t(op)];
