@@ -72,9 +72,21 @@ def _promotion(op_lo=1, op_hi=4, bools=True, scalars=True):
 
 _ARITH_DTYPES = ("float32", "float64", "int64", "int32")
 
-register(OpInfo("add", _binary(big=(-1e4, 1e4), extra=[_promotion()]), dtypes=_ARITH_DTYPES, bf16=True))
-register(OpInfo("sub", _binary(big=(-1e4, 1e4), extra=[_promotion(bools=False)]), dtypes=_ARITH_DTYPES, bf16=True))
-register(OpInfo("mul", _binary(big=(-1e2, 1e2), extra=[_promotion()]), dtypes=_ARITH_DTYPES, bf16=True))
+# Forward-only pairs of special values: zero divisors, infinities, NaN, signed zeros.
+_SA = [1.0, -1.0, 0.0, -0.0, INF, -INF, NAN, 5.0, -5.0, INF, 0.0, 3.0, -3.0, 1.0]
+_SB = [0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 1.0, INF, INF, INF, -0.0, -INF, NAN, -0.0]
+_SPECIAL_PAIR = Sample((_v(_SA, grad=False), _v(_SB, grad=False)), name="special values")
+
+
+def _specials(dtype):
+    if dtype not in _INTS and dtype != "bool":
+        yield _SPECIAL_PAIR
+
+
+
+register(OpInfo("add", _binary(big=(-1e4, 1e4), extra=[_promotion(), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
+register(OpInfo("sub", _binary(big=(-1e4, 1e4), extra=[_promotion(bools=False), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
+register(OpInfo("mul", _binary(big=(-1e2, 1e2), extra=[_promotion(), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
 
 # Integer division by negatives: the rounding direction is what differs between the ops.
 _NUM = [7, -7, 7, -7, 0, 5, -1, 6]
@@ -82,6 +94,7 @@ _DEN = [2, 2, -2, -2, 3, -5, 3, -4]
 
 
 def _div_extra(dtype):
+    yield _SPECIAL_PAIR
     neg = T((3, 4), low=-3, high=-0.5)
     yield Sample((T((3, 4)), neg), name="negative divisor")
     for mode in ("floor", "trunc"):
@@ -105,6 +118,7 @@ def _int_div_operands(dtype):
         yield Sample((_v([7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 1.0, -6.0]), _v([2.0, 2.0, -2.0, -2.0, 3.0, -3.0, 3.0, 4.0])),
                      name="signs")
         yield Sample((T((3, 4), low=-10, high=10), T((3, 4), low=-3, high=-0.5)), name="negative divisor")
+        yield _SPECIAL_PAIR
 
 
 def _div_nonzero(lo=1.0, hi=3.5):
@@ -117,7 +131,7 @@ register(OpInfo("div", _binary(-10, 10, 0.5, 3, scalar=1.5, extra=[_div_extra]),
 register(OpInfo("floor_divide", _div_nonzero(), dtypes=_ARITH_DTYPES, bf16=True))
 register(OpInfo("remainder", _div_nonzero(), dtypes=_ARITH_DTYPES, bf16=True))
 register(OpInfo("fmod", _div_nonzero(), dtypes=_ARITH_DTYPES, bf16=True))
-register(OpInfo("true_divide", _binary(-10, 10, 0.5, 3, scalar=1.5, extra=[_promotion()]), bf16=True))
+register(OpInfo("true_divide", _binary(-10, 10, 0.5, 3, scalar=1.5, extra=[_promotion(), _specials]), bf16=True))
 
 
 def _pow_extra(dtype):
@@ -131,6 +145,9 @@ def _pow_extra(dtype):
     yield Sample((neg, _v([[2.0, 3.0, -1.0, 0.0]] * 3, grad=False)), name="negative base, integer-valued tensor exponent")
     yield Sample((_v([-2.0, -1.5, 2.0], grad=False), 0.5), name="negative base, fractional exponent: nan")
     yield Sample((T((3, 4), low=0.5, high=3), 0.5), name="sqrt")
+    yield _SPECIAL_PAIR
+    yield Sample((_v([0.0, 0.0, -0.0, NAN, 1.0, -INF, -INF, INF, -2.0], grad=False),
+                  _v([-1.0, -2.0, -1.0, 0.0, NAN, 3.0, 2.0, -1.0, INF], grad=False)), name="special powers")
     yield Sample((_v([0.0, 1.0, 2.0]), _v([2.0, 3.0, 1.0])), name="zero base (exponent gradient 0)")
     yield Sample((T((2, 3), low=0.5, high=2), T((2, 3), dtype="float64", low=-2, high=2)), name="float32 ** float64")
     if dtype == "float32":
@@ -151,7 +168,7 @@ def _minmax_extra(dtype):
 
 
 for _op in ("maximum", "minimum"):
-    register(OpInfo(_op, _binary(scalar=None, extra=[_minmax_extra, _promotion(scalars=False)]), dtypes=_ARITH_DTYPES, bf16=True))
+    register(OpInfo(_op, _binary(scalar=None, extra=[_minmax_extra, _specials, _promotion(scalars=False)]), dtypes=_ARITH_DTYPES, bf16=True))
 
 
 def _atan2_extra(dtype):
@@ -162,13 +179,20 @@ def _atan2_extra(dtype):
                      name="int64 inputs give float32")
 
 
-register(OpInfo("atan2", _binary(scalar=None, extra=[_atan2_extra]), bf16=True))
+register(OpInfo("atan2", _binary(scalar=None, extra=[_atan2_extra, _specials]), bf16=True))
 register(OpInfo("hypot", _binary(scalar=None, big=(-1e4, 1e4), extra=[lambda d: [Sample((_v([0.0, 3.0, -5.0]), _v([1.0, -4.0, 12.0])),
-                                                                            name="pythagorean")]]),
+                                                                            name="pythagorean")], _specials]),
                 bf16=True))
 
 
+# No NaN as the sign source: NaN's sign bit is not a value (PyTorch's bfloat16 conversion makes
+# NaN negative, kiln's positive).
+_COPYSIGN_SPECIAL = Sample((_v(_SA, grad=False), _v([1.0 if math.isnan(b) else b for b in _SB], grad=False)),
+                           name="special values")
+
+
 def _copysign_extra(dtype):
+    yield _COPYSIGN_SPECIAL
     yield Sample((T((6,)), _v([0.0, -0.0, 1.0, -1.0, INF, -INF])), name="signed zeros and infs")
     if dtype == "float32":
         yield Sample((T((4,), dtype="int64"), T((4,), dtype="int64")), name="int64 inputs give float32")
@@ -181,7 +205,7 @@ def _nextafter_extra(dtype):
     yield Sample((_v([0.0, 1.0, 1.0, -1.0, 2.0, 0.0]), _v([1.0, 2.0, 0.0, -INF, 2.0, -1.0])), name="directions, equal")
 
 
-register(OpInfo("nextafter", _binary(scalar=None, extra=[_nextafter_extra]), bf16=True))
+register(OpInfo("nextafter", _binary(scalar=None, extra=[_nextafter_extra, _specials]), bf16=True))
 
 
 def _compare(dtype):
@@ -350,6 +374,7 @@ register(OpInfo("addcdiv", _addc(True), bf16=True))
 
 def _xlogy(dtype):
     yield from _binary(-3, 3, 0.1, 5, scalar=2.5)(dtype)
+    yield _SPECIAL_PAIR
     yield Sample((_v([0.0, 0.0, 0.0, 1.0, 2.0], grad=False), _v([0.0, 2.0, NAN, 0.0, INF], grad=False)),
                  name="x == 0 gives 0 unless y is nan")
     yield Sample((_v([0.0, 0.0, 1.5]), _v([0.5, 2.0, 3.0])), name="x == 0, gradient")
@@ -362,6 +387,7 @@ register(OpInfo("xlogy", _xlogy, torch_fn=torch.xlogy, bf16=True))
 
 def _rsub(dtype):
     yield from _binary(big=(-1e4, 1e4))(dtype)
+    yield from _specials(dtype)
     if dtype == "float32":
         yield Sample((T((3,), dtype="int64"), 2.5), name="int64 tensor, float scalar")
         yield Sample((T((3,), dtype="int32"), T((3,), dtype="int64")), name="int32, int64")

@@ -87,8 +87,34 @@ UNARY = {
                        extra=[Sample((T((8,), low=-2.9, high=-2.1),), name="negative non-integers")]), _FLOAT),
 }
 
+
+
+def _with_specials(gen, nan=True, posinf=True):
+    """Adds the special values (nan, +-inf, signed zeros, huge, tiny) as a forward-only sample."""
+    def wrapped(dtype):
+        yield from gen(dtype)
+        if dtype in ("float32", "float64", "bfloat16"):
+            vals = [v for v in SPECIAL if (nan or not math.isnan(v)) and (posinf or v != INF)]
+            yield _vals(vals + [-1.0, 0.5, -3.0, 1e-30], grad=False, name="special values")
+    return wrapped
+
+
+_INT_EDGE = {"int8": [-128, 127, -1, 0], "int32": [-2**31, 2**31 - 1, -1, 0], "int64": [-2**63, 2**63 - 1, -1, 0]}
+
+
+def _with_int_edges(gen):
+    """Adds the integer extremes (abs/neg of the minimum wrap around, as in PyTorch)."""
+    def wrapped(dtype):
+        yield from gen(dtype)
+        if dtype in _INT_EDGE:
+            yield _vals(_INT_EDGE[dtype], name="integer extremes")
+    return wrapped
+
+
+# Deliberate difference: kiln's sign(nan) is nan (as NumPy's); PyTorch's is 0, which hides a NaN
+# behind a valid-looking sign. The sign sample leaves NaN out.
 for _op, (_gen, _dtypes) in UNARY.items():
-    register(OpInfo(_op, _gen, dtypes=_dtypes, bf16=True))
+    register(OpInfo(_op, _with_int_edges(_with_specials(_gen, nan=_op != "sign")), dtypes=_dtypes, bf16=True))
 
 
 def _classify(dtype):
@@ -162,15 +188,17 @@ ACTIVATIONS = {
     "hardswish": (_act(-5, 5), kiln.hardswish, F.hardswish, _FLOAT),
 }
 
+# PyTorch quirk left out: its vectorized float32/bfloat16 gelu gives NaN for +inf (its scalar path
+# and float64 give inf, as kiln does).
 for _op, (_gen, _k, _t, _dtypes) in ACTIVATIONS.items():
-    register(OpInfo(_op, _gen, kiln_fn=_k, torch_fn=_t, dtypes=_dtypes, bf16=True))
+    register(OpInfo(_op, _with_specials(_gen, posinf=_op != "gelu"), kiln_fn=_k, torch_fn=_t, dtypes=_dtypes, bf16=True))
 
 
 def _square(dtype):
     yield from _unary(big=(-1e4, 1e4))(dtype)
 
 
-register(OpInfo("square", _square, dtypes=_WITH_INTS, bf16=True))
+register(OpInfo("square", _with_int_edges(_with_specials(_square)), dtypes=_WITH_INTS, bf16=True))
 
 
 def _logit(dtype):
