@@ -28,7 +28,8 @@ def _binary(lo=-3.0, hi=3.0, olo=None, ohi=None, scalar=2.5, big=None, extra=())
     def gen(dtype):
         x = lambda shape, **kw: T(shape, low=lo, high=hi, **kw)  # noqa: E731
         y = lambda shape, **kw: T(shape, low=olo, high=ohi, **kw)  # noqa: E731
-        s = scalar if scalar is None or dtype not in ("int64", "int32", "int16", "int8", "uint8", "bool") else int(scalar)
+        integral = dtype in ("int64", "int32", "int16", "int8", "uint8", "bool")
+        s = int(scalar) if scalar is not None and integral else scalar
         yield Sample((x((3, 4)), y((3, 4))), name="same shape")
         yield Sample((x((2, 3, 4), layout="transposed"), y((4,))), name="broadcast, transposed")
         yield Sample((x((3, 1)), y((1, 4), layout="strided")), name="broadcast both, strided")
@@ -57,10 +58,12 @@ def _promotion(op_lo=1, op_hi=4, bools=True, scalars=True):
             return
         if scalars:
             yield Sample((T((3, 4), dtype="int64", low=op_lo, high=op_hi), 2.5), name="int64 tensor, float scalar")
-            yield Sample((T((3, 4), dtype="int32", low=op_lo, high=op_hi), T((3, 4), dtype="int64", low=op_lo, high=op_hi)),
+            yield Sample((T((3, 4), dtype="int32", low=op_lo, high=op_hi),
+                          T((3, 4), dtype="int64", low=op_lo, high=op_hi)),
                      name="int32 + int64")
         if bools:  # PyTorch refuses bool operands for sub
-            yield Sample((T((3, 4), dtype="bool"), T((3, 4), dtype="int64", low=op_lo, high=op_hi)), name="bool + int64")
+            yield Sample((T((3, 4), dtype="bool"), T((3, 4), dtype="int64", low=op_lo, high=op_hi)),
+                         name="bool + int64")
         yield Sample((T((3, 4), low=op_lo, high=op_hi), T((), dtype="float64", low=op_lo, high=op_hi)),
                      name="float32 tensor, float64 0-d tensor")
         yield Sample((T((3, 4), dtype="int32", low=op_lo, high=op_hi), T((), dtype="float64", low=op_lo, high=op_hi)),
@@ -84,8 +87,17 @@ def _specials(dtype):
 
 
 
-register(OpInfo("add", _binary(big=(-1e4, 1e4), extra=[_promotion(), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
-register(OpInfo("sub", _binary(big=(-1e4, 1e4), extra=[_promotion(bools=False), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
+def _threaded(dtype):
+    """One operand pair above the kernels' parallel grain (32768 elements, src/eager/cpu/loops.h),
+    transposed and broadcast, so the threaded strided loop is compared too (float32 run only)."""
+    if dtype == "float32":
+        yield Sample((T((200, 200), layout="transposed"), T((200, 1))), name="threaded, transposed + broadcast")
+
+
+register(OpInfo("add", _binary(big=(-1e4, 1e4), extra=[_promotion(), _specials, _threaded]), dtypes=_ARITH_DTYPES,
+                bf16=True))
+register(OpInfo("sub", _binary(big=(-1e4, 1e4), extra=[_promotion(bools=False), _specials]), dtypes=_ARITH_DTYPES,
+                bf16=True))
 register(OpInfo("mul", _binary(big=(-1e2, 1e2), extra=[_promotion(), _specials]), dtypes=_ARITH_DTYPES, bf16=True))
 
 # Integer division by negatives: the rounding direction is what differs between the ops.
@@ -115,7 +127,8 @@ def _int_div_operands(dtype):
         yield Sample((_v(_NUM), -3), name="negative scalar divisor")
         yield Sample((_v(_NUM), T((), values=-4)), name="negative 0-d divisor")
     else:
-        yield Sample((_v([7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 1.0, -6.0]), _v([2.0, 2.0, -2.0, -2.0, 3.0, -3.0, 3.0, 4.0])),
+        yield Sample((_v([7.5, -7.5, 7.5, -7.5, 0.0, -0.0, 1.0, -6.0]),
+                      _v([2.0, 2.0, -2.0, -2.0, 3.0, -3.0, 3.0, 4.0])),
                      name="signs")
         yield Sample((T((3, 4), low=-10, high=10), T((3, 4), low=-3, high=-0.5)), name="negative divisor")
         yield _SPECIAL_PAIR
@@ -142,7 +155,8 @@ def _pow_extra(dtype):
     neg = T((3, 4), low=-3, high=-0.5)
     for e in (2, 3, -1, -2, 0):
         yield Sample((neg, e), name=f"negative base, exponent {e}")
-    yield Sample((neg, _v([[2.0, 3.0, -1.0, 0.0]] * 3, grad=False)), name="negative base, integer-valued tensor exponent")
+    yield Sample((neg, _v([[2.0, 3.0, -1.0, 0.0]] * 3, grad=False)),
+                 name="negative base, integer-valued tensor exponent")
     yield Sample((_v([-2.0, -1.5, 2.0], grad=False), 0.5), name="negative base, fractional exponent: nan")
     yield Sample((T((3, 4), low=0.5, high=3), 0.5), name="sqrt")
     yield _SPECIAL_PAIR
@@ -168,7 +182,8 @@ def _minmax_extra(dtype):
 
 
 for _op in ("maximum", "minimum"):
-    register(OpInfo(_op, _binary(scalar=None, extra=[_minmax_extra, _specials, _promotion(scalars=False)]), dtypes=_ARITH_DTYPES, bf16=True))
+    register(OpInfo(_op, _binary(scalar=None, extra=[_minmax_extra, _specials, _promotion(scalars=False)]),
+                    dtypes=_ARITH_DTYPES, bf16=True))
 
 
 def _atan2_extra(dtype):
@@ -180,9 +195,12 @@ def _atan2_extra(dtype):
 
 
 register(OpInfo("atan2", _binary(scalar=None, extra=[_atan2_extra, _specials]), bf16=True))
-register(OpInfo("hypot", _binary(scalar=None, big=(-1e4, 1e4), extra=[lambda d: [Sample((_v([0.0, 3.0, -5.0]), _v([1.0, -4.0, 12.0])),
-                                                                            name="pythagorean")], _specials]),
-                bf16=True))
+def _hypot_extra(dtype):
+    yield Sample((_v([0.0, 3.0, -5.0]), _v([1.0, -4.0, 12.0])), name="pythagorean")
+    yield from _specials(dtype)
+
+
+register(OpInfo("hypot", _binary(scalar=None, big=(-1e4, 1e4), extra=[_hypot_extra]), bf16=True))
 
 
 # No NaN as the sign source: NaN's sign bit is not a value (PyTorch's bfloat16 conversion makes
@@ -214,7 +232,8 @@ def _compare(dtype):
     # Small integer-valued data: many ties.
     yield Sample((T((4, 5), dtype="int64", low=-2, high=2), T((5,), dtype="int64", low=-2, high=2)), name="ties")
     if not ints:
-        yield Sample((_v([1.0, NAN, NAN, INF, -INF, 0.0]), _v([NAN, 1.0, NAN, INF, 1.0, -0.0])), name="nan, inf, signed zero")
+        yield Sample((_v([1.0, NAN, NAN, INF, -INF, 0.0]), _v([NAN, 1.0, NAN, INF, 1.0, -0.0])),
+                     name="nan, inf, signed zero")
         yield Sample((_v([1.0, 2.0, 2.5]), 2), name="float tensor, python int")
         yield Sample((T((3,), dtype="int64"), 1.5), name="int tensor, float scalar")
         yield Sample((T((3, 2)), T((2,), dtype="float64")), name="float32 vs float64")
@@ -253,11 +272,15 @@ def _shift(dtype):
     lo = 0 if dtype == "uint8" else -50
     yield from _binary(lo, 50, 0, min(bits, 8) - 1, scalar=3)(dtype)
     yield Sample((T((6,), low=lo, high=50), T((6,), low=bits - 3, high=bits)), name="large shift amounts")
+    a = [5, 5, 100, 1, 7] if dtype == "uint8" else [-5, 5, 100, 1, -7]
+    amounts = [bits, bits + 6, bits - 1, 0 if dtype == "uint8" else -1, 100]
+    yield Sample((_v(a), _v(amounts)), name="shift >= width or negative: 0 / sign fill")
     if dtype == "int64":
         yield Sample((T((3,), dtype="int32", low=-50, high=50), T((3,), low=0, high=5)), name="int32 with int64")
 
 
-register(OpInfo("shift_left", _shift, torch_fn=torch.bitwise_left_shift, dtypes=("int64", "int32", "int16", "int8", "uint8")))
+register(OpInfo("shift_left", _shift, torch_fn=torch.bitwise_left_shift,
+                dtypes=("int64", "int32", "int16", "int8", "uint8")))
 register(OpInfo("shift_right_arithmetic", _shift, torch_fn=torch.bitwise_right_shift,
                 dtypes=("int64", "int32", "int16", "int8", "uint8")))
 
@@ -277,7 +300,20 @@ def _where(dtype):
         yield Sample((c((4,)), T((4,), dtype="int32"), T((4,), dtype="int64")), name="int32 and int64")
 
 
-register(OpInfo("where", _where, kiln_fn=kiln.where, torch_fn=torch.where, dtypes=_ARITH_DTYPES + ("bool",), bf16=True))
+def _where_scalars(dtype):
+    if dtype == "float32":
+        yield Sample((T((2, 3), dtype="bool"), 1.0, 0.0), name="two python floats")
+        yield Sample((T((2, 3), dtype="bool"), 1, 0), name="two python ints")
+        yield Sample((T((2, 3), dtype="bool"), T((3,), dtype="int32"), 7), name="int32 and python int")
+
+
+def _where_all(dtype):
+    yield from _where(dtype)
+    yield from _where_scalars(dtype)
+
+
+register(OpInfo("where", _where_all, kiln_fn=kiln.where, torch_fn=torch.where, dtypes=_ARITH_DTYPES + ("bool",),
+                bf16=True))
 
 
 def _convert(dtype):
@@ -379,7 +415,8 @@ def _xlogy(dtype):
                  name="x == 0 gives 0 unless y is nan")
     yield Sample((_v([0.0, 0.0, 1.5]), _v([0.5, 2.0, 3.0])), name="x == 0, gradient")
     if dtype == "float32":
-        yield Sample((T((4,), dtype="int64", low=0, high=4), T((4,), dtype="int64", low=1, high=4)), name="ints give float")
+        yield Sample((T((4,), dtype="int64", low=0, high=4), T((4,), dtype="int64", low=1, high=4)),
+                     name="ints give float")
 
 
 register(OpInfo("xlogy", _xlogy, torch_fn=torch.xlogy, bf16=True))

@@ -1,7 +1,6 @@
 """Unary elementwise prims and the pointwise activation composites (relu, gelu, ...)."""
 import math
 
-import numpy as np
 import torch
 
 import kiln
@@ -35,6 +34,12 @@ def _unary(low=-3.0, high=3.0, big=None, ints=None, extra=()):
 
 def _vals(values, grad=None, name="values"):
     return Sample((T((len(values),), values=values, requires_grad=grad),), name=name)
+
+
+def _threaded(dtype):
+    """One input above the kernels' parallel grain (32768 elements, src/eager/cpu/loops.h)."""
+    if dtype == "float32":
+        yield Sample((T((200, 200), layout="transposed"),), name="threaded, transposed")
 
 
 SPECIAL = [0.0, -0.0, 1.0, -2.5, INF, -INF, NAN, 1e30, -1e-30]
@@ -75,7 +80,7 @@ UNARY = {
     "erf": (_unary(big=(-10, 10), ints=(-3, 3)), _FLOAT),
     "erfc": (_unary(big=(-10, 10), ints=(-3, 3)), _FLOAT),
     "erfinv": (_unary(-0.95, 0.95, ints=(0, 1)), _FLOAT),
-    "sigmoid": (_unary(big=(-50, 50), ints=(-5, 5)), _FLOAT),
+    "sigmoid": (_unary(big=(-50, 50), ints=(-5, 5), extra=[_threaded]), _FLOAT),
     "floor": (_unary(big=(-1e4, 1e4)), _WITH_INTS),
     "ceil": (_unary(big=(-1e4, 1e4)), _WITH_INTS),
     "round": (_unary(big=(-1e4, 1e4), extra=[_vals([0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 0.49, 3.51],
@@ -191,7 +196,8 @@ ACTIVATIONS = {
 # PyTorch quirk left out: its vectorized float32/bfloat16 gelu gives NaN for +inf (its scalar path
 # and float64 give inf, as kiln does).
 for _op, (_gen, _k, _t, _dtypes) in ACTIVATIONS.items():
-    register(OpInfo(_op, _with_specials(_gen, posinf=_op != "gelu"), kiln_fn=_k, torch_fn=_t, dtypes=_dtypes, bf16=True))
+    register(OpInfo(_op, _with_specials(_gen, posinf=_op != "gelu"), kiln_fn=_k, torch_fn=_t, dtypes=_dtypes,
+                    bf16=True))
 
 
 def _square(dtype):
