@@ -37,7 +37,8 @@ Tensor elu_impl(const Tensor& x, double alpha, double scale) {
   KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", "elu needs a floating point tensor, got ",
                   name(x.dtype()));
   Tensor u = up(x);
-  Tensor neg_part = mul(expm1(u), num(alpha * scale));
+  // expm1 of min(u, 0): for large u the unused branch's exp would be inf, and inf * 0 a NaN gradient.
+  Tensor neg_part = mul(expm1(where(gt(u, num(0)), num(0), u)), num(alpha * scale));
   Tensor y = where(gt(u, num(0)), scale == 1 ? u : mul(u, num(scale)), neg_part);
   return down(y, x.dtype());
 }

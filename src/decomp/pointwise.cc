@@ -1,5 +1,6 @@
 // Pointwise composites (clamp, lerp, addcmul, logit, xlogy, nan_to_num, masked_fill, dropout, ...),
 // decomposed into elementwise prims.
+#include <cmath>
 #include <limits>
 
 #include "ops/dispatch.h"
@@ -29,6 +30,10 @@ KILN_DECOMP(lerp) {
   KILN_CHECK_HINT(is_floating(self.dtype()) && is_floating(end.dtype()), "convert the inputs to a float dtype",
                   "lerp needs floating point inputs, got ", name(self.dtype()), " and ", name(end.dtype()));
   Tensor diff = sub(end, self);
+  if (w.is_wrapped_number()) {  // a Python number: 1 - w in double, and no promotion by a 0-d result
+    double wv = w.item_scalar().to_double();
+    return {std::abs(wv) < 0.5 ? add(self, mul(diff, num(wv))) : sub(end, mul(diff, num(1 - wv)))};
+  }
   Tensor lo = add(self, mul(w, diff));
   Tensor hi = sub(end, mul(diff, rsub(w, num(1))));
   return {where(lt(abs(w), num(0.5)), lo, hi)};
@@ -66,15 +71,15 @@ KILN_DECOMP(logit) {
   return {log(div(u, rsub(u, num(1))))};
 }
 
-// x * log(y), 0 where x == 0 (even for y == 0 or inf), NaN where y is NaN.
+// x * log(y), 0 where x == 0 (even for y <= 0 or inf), NaN where y is NaN. Where x == 0 and log(y)
+// is not finite, log sees 1: the value is x * 0 = 0 and no inf/NaN reaches the gradient. Elsewhere
+// x * log(y) is 0 by itself at x == 0, and x's gradient stays log(y), as PyTorch's.
 Tensor xlogy_impl(const Tensor& x, const Tensor& y) {
   DType dt = ops::float_result(result_type({x, y}));
   Tensor xf = x.dtype() == dt ? x : convert_element_type(x, dt);
   Tensor yf = y.dtype() == dt ? y : convert_element_type(y, dt);
-  Tensor x0 = eq(xf, num(0));
-  // log sees 1 where x == 0, so neither the value nor the gradient of the unused branch is inf/NaN.
-  Tensor prod = mul(xf, log(where(x0, num(1), yf)));
-  return where(isnan(yf), num(std::numeric_limits<double>::quiet_NaN()), where(x0, num(0), prod));
+  Tensor unused = logical_and(eq(xf, num(0)), logical_or(le(yf, num(0)), isinf(yf)));
+  return mul(xf, log(where(unused, num(1), yf)));
 }
 KILN_DECOMP(xlogy) { return {xlogy_impl(a.tensor(0), a.tensor(1))}; }
 

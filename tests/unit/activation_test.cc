@@ -133,6 +133,12 @@ TEST(Activation, GradientConventionsAtKinks) {
   // no NaN from the discarded branch of softplus for huge inputs
   expect_close(g([](const Tensor& x) { return softplus(x); }, {1000.0, -1000.0}), {1, 0}, 1e-15, 0, "softplus");
   expect_close(g([](const Tensor& x) { return mish(x); }, {1000.0}), {1}, 1e-15, 0, "mish");
+  // elu/selu: the exp of the unused branch stays finite (no inf * 0 = NaN for huge x); for x << 0
+  // the gradient is alpha * exp(x), not 1 + expm1(x) rounded to 0 (expm1's derivative is exp(x)).
+  expect_close(g([](const Tensor& x) { return elu(x, 1.0); }, {1000.0, -100.0}), {1, std::exp(-100.0)}, 0, 1e-12, "elu");
+  expect_close(g([](const Tensor& x) { return selu(x); }, {1e4}), {1.0507009873554804934}, 0, 1e-12, "selu");
+  expect_close(g([](const Tensor& x) { return expm1(x); }, {-100.0, 0.5}), {std::exp(-100.0), std::exp(0.5)}, 0, 1e-12,
+               "expm1");
 }
 
 TEST(Activation, SecondOrder) {

@@ -5,6 +5,7 @@
 #include <functional>
 #include <limits>
 
+#include "ops/dispatch.h"
 #include "test_util.h"
 
 using namespace kiln;
@@ -99,6 +100,16 @@ TEST(Pointwise, LerpAddcmulAddcdiv) {
   Tensor s = tensor<double>({0.1, 1e10}), e = tensor<double>({0.3, -7.7});
   expect_close(lerp(s, e, ones({2}, kFloat64)), {0.3, -7.7}, 0, 0);
   expect_close(lerp(s, e, zeros({2}, kFloat64)), {0.1, 1e10}, 0, 0);
+  // A Python-number weight: 1 - w in double (not a float32 wrapped result), and 0-d bfloat16 inputs
+  // stay bfloat16 (no promotion by a 0-d intermediate).
+  Tensor big_s = tensor<double>({-7831.808774, 1e4}), big_e = tensor<double>({4904.562111, -3e3});
+  expect_close(lerp(big_s, big_e, ops::scalar_to_tensor(Scalar(0.9))),
+               {-7831.808774 + 0.9 * (4904.562111 + 7831.808774), 1e4 + 0.9 * (-3e3 - 1e4)}, 1e-9, 1e-13,
+               "lerp python weight");
+  expect_close(lerp(big_s, big_e, ops::scalar_to_tensor(Scalar(0.2))),
+               {-7831.808774 + 0.2 * (4904.562111 + 7831.808774), 1e4 + 0.2 * (-3e3 - 1e4)}, 1e-9, 1e-13);
+  Tensor b0 = full({}, 1.0, kBFloat16);
+  EXPECT_EQ(lerp(b0, b0, ops::scalar_to_tensor(Scalar(0.75))).dtype(), kBFloat16);
   EXPECT_THROW(addcdiv(zeros({2}), tensor<int64_t>({1, 2}), tensor<int64_t>({1, 2})), Error);
   EXPECT_THROW(lerp(tensor<int64_t>({1}), tensor<int64_t>({2}), tensor<double>({0.5})), Error);
   Tensor p = ones({2});
@@ -141,11 +152,11 @@ TEST(Pointwise, SquareLogitXlogy) {
   gradcheck_nary("logit", [](const TensorList& t) { return logit(t[0]); }, {{3, 4}}, 0.05, 0.95);
   gradcheck_nary("logit eps", [](const TensorList& t) { return logit(t[0], 0.1); }, {{3, 4}}, 0.15, 0.85);
   gradcheck_nary("xlogy", [](const TensorList& t) { return xlogy(t[0], t[1]); }, {{3, 4}, {4}}, 0.2, 2);
-  // no NaN gradient at x == 0 (y == 0 included)
-  Tensor x0 = tensor<double>({0.0, 0.0});
+  // At x == 0 the x-gradient is log(y) (PyTorch), 0 where log(y) is not finite; no NaN/inf.
+  Tensor x0 = tensor<double>({0.0, 0.0, 0.0, 0.0});
   x0.requires_grad_();
-  Tensor g = grad({sum(xlogy(x0, tensor<double>({0.0, 2.0})))}, {x0})[0];
-  expect_close(g, {0, 0}, 0, 0, "xlogy grad at 0");
+  Tensor g = grad({sum(xlogy(x0, tensor<double>({0.0, 2.0, -1.0, kInf})))}, {x0})[0];
+  expect_close(g, {0, std::log(2.0), 0, 0}, 1e-15, 0, "xlogy grad at 0");
 }
 
 TEST(Pointwise, NanToNum) {
