@@ -58,7 +58,13 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
+TensorHooks& tensor_hooks() {
+  static thread_local TensorHooks hooks;
+  return hooks;
+}
+
 char* TensorImpl::data() const {
+  if (storage->fake && tensor_hooks().fake_data) tensor_hooks().fake_data(this);
   KILN_CHECK(!storage->fake, "this is a fake tensor (metadata only, as seen while tracing): it has no data",
              " to read");
   return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
@@ -156,13 +162,21 @@ TensorImpl* Tensor::impl() const {
 
 int64_t Tensor::dim() const { return int64_t(impl()->sizes.size()); }
 
+// Symbolic tensors answer concrete questions only while capture can specialize them.
+static bool concretized(const TensorImpl* t) {
+  if (!t->sym) return true;
+  if (!tensor_hooks().concretize) return false;
+  tensor_hooks().concretize(t);
+  return true;
+}
+
 const Shape& Tensor::sizes() const {
-  KILN_CHECK(!impl()->sym, "sizes() of a tensor with symbolic sizes ", shape_str(impl_->sym->sizes),
+  KILN_CHECK(concretized(impl()), "sizes() of a tensor with symbolic sizes ", shape_str(impl_->sym->sizes),
              "; use sym_sizes()");
   return impl_->sizes;
 }
 const Shape& Tensor::strides() const {
-  KILN_CHECK(!impl()->sym, "strides() of a tensor with symbolic layout; use sym_strides()");
+  KILN_CHECK(concretized(impl()), "strides() of a tensor with symbolic layout; use sym_strides()");
   return impl_->strides;
 }
 
@@ -176,7 +190,7 @@ static int64_t wrap_dim_for(const Tensor& t, int64_t d) {
 int64_t Tensor::size(int64_t d) const { return sizes()[size_t(wrap_dim_for(*this, d))]; }
 int64_t Tensor::stride(int64_t d) const { return strides()[size_t(wrap_dim_for(*this, d))]; }
 int64_t Tensor::storage_offset() const {
-  KILN_CHECK(!impl()->sym, "storage_offset() of a symbolic tensor");
+  KILN_CHECK(concretized(impl()), "storage_offset() of a symbolic tensor");
   return impl_->offset;
 }
 int64_t Tensor::numel() const { return numel_of(sizes()); }

@@ -32,8 +32,15 @@ struct SymLayout {
   SymInt offset;
 };
 
+// A size the user marked dynamic (kiln::mark_dynamic): capture makes it symbolic from the start.
+struct DynamicDim {
+  int64_t dim;
+  int64_t min, max;
+};
+
 class TensorImpl {
  public:
+  std::vector<DynamicDim> dynamic_dims;
   std::shared_ptr<Storage> storage;
   Shape sizes, strides;  // concrete values (the hints, when sym is set)
   int64_t offset = 0;
@@ -50,6 +57,17 @@ class TensorImpl {
   char* data() const;  // throws for fake tensors
   autograd::AutogradMeta& autograd_meta();  // creates it on first use
 };
+
+// Capture's hooks into tensors, per thread (null outside capture).
+struct TensorHooks {
+  // The data of a fake tensor was asked for (item(), a kernel, printing): lazy mode materializes
+  // it here; the tracer throws a graph break.
+  void (*fake_data)(const TensorImpl* t) = nullptr;
+  // The concrete sizes/strides of a symbolic tensor were asked for: the tracer specializes its
+  // symbols (a guard that each equals its hint), and the hints are returned.
+  void (*concretize)(const TensorImpl* t) = nullptr;
+};
+TensorHooks& tensor_hooks();
 
 Shape contiguous_strides(const Shape& sizes);
 SymShape contiguous_strides(const SymShape& sizes);

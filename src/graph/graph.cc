@@ -199,6 +199,7 @@ std::vector<Value*> Graph::add_call(ops::OpId op, std::vector<NodeArg> args) {
 Value* Graph::add_constant(const Tensor& literal, bool wrapped, const Node* before) {
   KILN_CHECK(literal.defined() && !literal.is_fake(), "graph: a constant needs a tensor with data");
   NoGradGuard no_grad;
+  ops::SuspendDispatchMode eager;  // the copy is not part of any graph being recorded
   Tensor c = literal.cpu().contiguous();
   if (c.shares_storage(literal) || c.storage_offset() != 0) c = c.clone().contiguous();
   c = c.detach();

@@ -1,10 +1,30 @@
 // Runs a graph with eager kernels. Each value is dropped after its last use, so peak memory
 // follows the graph's live set rather than its size.
+#include <map>
 #include <unordered_map>
 
 #include "graph/graph.h"
+#include "sym/expr.h"
 
 namespace kiln::graph {
+namespace {
+
+using SymEnv = std::map<std::string, int64_t>;
+
+SymInt concrete(const SymInt& s, const SymEnv& env) {
+  return s.is_symbolic() ? SymInt(sym::evaluate(s.expr(), env)) : s;
+}
+
+// Size arguments with symbols (view(%x, [s0, 4])) get the values the inputs bind them to.
+ops::Arg concrete(ops::Arg a, const SymEnv& env) {
+  if (auto* s = std::get_if<SymInt>(&a)) return concrete(*s, env);
+  if (auto* l = std::get_if<SymShape>(&a)) {
+    for (SymInt& s : *l) s = concrete(s, env);
+  }
+  return a;
+}
+
+}  // namespace
 
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
   KILN_CHECK(inputs.size() == g.inputs().size(), "graph interpret: the graph takes ", g.inputs().size(),
@@ -14,6 +34,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
   for (size_t i = 0; i < nodes.size(); ++i)
     for (const Value* v : nodes[i]->inputs()) last_use[v] = i;
   std::unordered_map<const Value*, Tensor> env;
+  SymEnv symbols;
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Value* v = g.inputs()[i];
     const Tensor& t = inputs[i];
@@ -21,6 +42,10 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
     KILN_CHECK(t.dtype() == v->spec.dtype && t.dim() == int64_t(v->spec.sizes.size()), "graph interpret: input ", i,
                " is ", name(t.dtype()), shape_str(t.sym_sizes()), " but the graph expects ", spec_str(v->spec));
     env[v] = t;
+    for (size_t d = 0; d < v->spec.sizes.size(); ++d) {  // a symbol is bound by the input dim that is it
+      const SymInt& s = v->spec.sizes[d];
+      if (s.is_symbolic() && s.expr()->kind == sym::Kind::Symbol) symbols[s.expr()->name] = t.size(int64_t(d));
+    }
   }
   auto get = [&](const Value* v) -> Tensor {
     auto it = env.find(v);
@@ -34,7 +59,7 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
       outs = {n.literal};
     } else {
       std::vector<ops::Arg> args;
-      for (const NodeArg& a : n.args) args.push_back(box_arg(a, get));
+      for (const NodeArg& a : n.args) args.push_back(symbols.empty() ? box_arg(a, get) : concrete(box_arg(a, get), symbols));
       outs = ops::call(n.op, std::move(args));
     }
     KILN_CHECK(outs.size() == n.outputs.size(), "graph interpret: node ", i, " (", n.name(), ") returned ",

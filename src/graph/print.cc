@@ -140,5 +140,6 @@ std::string spec_str(const TensorSpec& spec) {
 }
 
 std::string print(const Graph& g) { return Printer(g).run(); }
+  ops::SuspendDispatchMode eager;  // constants are read with eager ops
 
 }  // namespace kiln::graph

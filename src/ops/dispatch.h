@@ -117,6 +117,12 @@ struct DispatchMode {
   virtual std::optional<std::vector<Tensor>> intercept(const Args& a) = 0;
 };
 DispatchMode* set_dispatch_mode(DispatchMode* m);  // returns the previous one
+// Runs ops for real (no mode) for its lifetime: for eager work done on the side of a recording
+// (copying a constant, printing a graph, running a compiled segment).
+struct SuspendDispatchMode {
+  DispatchMode* prev = set_dispatch_mode(nullptr);
+  ~SuspendDispatchMode() { set_dispatch_mode(prev); }
+};
 
 // The user's source location for errors: the outermost public call on this thread sets it.
 class CallSite {

@@ -1,0 +1,204 @@
+// A compiled function: its cache of traced graphs (each with its guards), recompiles with
+// automatic dynamic sizes, the recompile limit, and the segmented (lazy) mode after a break.
+#include <kiln/autograd.h>
+#include <kiln/log.h>
+
+#include <chrono>
+#include <iostream>
+#include <set>
+
+#include "capture/guards.h"
+#include "capture/lazy.h"
+#include "capture/tracer.h"
+#include "core/tensor_impl.h"
+
+namespace kiln::capture {
+
+class Engine {
+ public:
+  explicit Engine(const CompileOptions& o) : options(o) {
+    if (options.name.empty()) options.name = "compiled function";
+    segments.backend = options.backend;
+    compile_graph(options.backend, nullptr);  // an unknown backend fails at compile(), not at the first call
+  }
+
+  struct Entry {
+    GuardSet guards;
+    std::shared_ptr<const graph::Graph> graph;
+    CompiledGraph run;
+    std::vector<Tensor> lifted;
+    std::vector<std::string> specializations;
+  };
+
+  CompileOptions options;
+  std::vector<Entry> entries;
+  std::set<std::pair<size_t, int64_t>> dynamic;  // (argument, dim) made symbolic by recompiles
+  std::vector<std::string> recompile_reasons;
+  std::vector<double> compile_ms;
+  std::vector<ExplainReport::Break> breaks;
+  bool segmented = false;  // a graph break was seen: run lazily, segment by segment
+  bool fallback = false;   // the recompile limit was reached: run eagerly
+  SegmentCache segments;
+
+  std::vector<Tensor> call(const std::vector<ArgValue>& args, const Body& body);
+
+ private:
+  std::vector<Tensor> run_entry(const Entry& e, const std::vector<ArgValue>& args);
+  std::vector<SymbolSource> symbols_for(const std::vector<ArgValue>& args);
+  std::vector<Tensor> trace(const std::vector<ArgValue>& args, const Body& body);
+  std::vector<Tensor> run_segmented(const std::vector<ArgValue>& args, const Body& body);
+};
+
+std::vector<Tensor> Engine::run_entry(const Entry& e, const std::vector<ArgValue>& args) {
+  std::vector<Tensor> inputs;
+  inputs.reserve(args.size() + e.lifted.size());
+  for (const ArgValue& a : args)
+    if (a.kind == ArgValue::Kind::Tensor && a.tensor.defined()) inputs.push_back(a.tensor);
+  inputs.insert(inputs.end(), e.lifted.begin(), e.lifted.end());
+  return e.run(inputs);
+}
+
+std::vector<SymbolSource> Engine::symbols_for(const std::vector<ArgValue>& args) {
+  std::vector<SymbolSource> out;
+  for (size_t i = 0; i < args.size(); i++) {
+    const Tensor& t = args[i].tensor;
+    if (args[i].kind != ArgValue::Kind::Tensor || !t.defined() || !t.is_contiguous()) continue;
+    for (int64_t d = 0; d < t.dim(); d++) {
+      SymbolSource s{std::string("s").append(std::to_string(out.size())), i, d};  // (GCC 12 -Wrestrict misfires on "s" + ...)
+      bool marked = false;
+      for (const DynamicDim& m : t.impl()->dynamic_dims)
+        if (m.dim == d) marked = true, s.min = std::max<int64_t>(m.min, 2), s.max = m.max;
+      bool automatic = options.dynamic != false && dynamic.count({i, d});
+      bool all = options.dynamic == true;
+      if ((marked || automatic || all) && t.size(d) >= 2) out.push_back(s);  // 0 and 1 stay specialized
+    }
+  }
+  return out;
+}
+
+std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body& body) {
+  auto t0 = std::chrono::steady_clock::now();
+  Tracer tracer;
+  std::vector<SymbolSource> symbols = symbols_for(args);
+  std::vector<ArgValue> fake_args = args;
+  for (size_t i = 0; i < args.size(); i++) {
+    if (args[i].kind != ArgValue::Kind::Tensor || !args[i].tensor.defined()) continue;
+    std::vector<SymbolSource> mine;
+    for (const SymbolSource& s : symbols)
+      if (s.input == i) mine.push_back(s);
+    fake_args[i].tensor = tracer.add_input(args[i].tensor, mine, "arg" + std::to_string(i));
+  }
+  std::vector<Tensor> outs;
+  try {
+    TraceScope scope(tracer);
+    outs = body(fake_args);
+    tracer.set_outputs(outs);
+  } catch (...) {
+    if (!tracer.brk) throw;  // an error in the function itself: the user's to see
+    ExplainReport::Break b{tracer.brk->reason, tracer.brk->file, tracer.brk->line};
+    if (b.file.empty()) b = user_location(b.reason);
+    breaks.push_back(b);
+    KILN_LOG(graph_breaks) << options.name << ": " << b.reason << (b.file.empty() ? "" : " at " + b.file + ":" + std::to_string(b.line));
+    KILN_CHECK_HINT(!options.fullgraph, "remove the host sync (item(), printing, data-dependent shapes) or use kiln::cond / kiln::where, "
+                                        "or compile without fullgraph",
+                    "graph break in a fullgraph compile: ", b.reason,
+                    b.file.empty() ? "" : " (at " + b.file + ":" + std::to_string(b.line) + ")");
+    segmented = true;
+    return run_segmented(args, body);
+  }
+  Entry e;
+  e.graph = std::make_shared<graph::Graph>(std::move(tracer.graph));
+  e.lifted = std::move(tracer.lifted);
+  e.specializations = std::move(tracer.specializations);
+  e.guards = GuardSet::from_args(args, symbols);
+  e.guards.relations = std::move(tracer.relations);
+  KILN_LOG(graph) << options.name << ": graph " << entries.size() << ":\n" << graph::print(*e.graph);
+  if (log_enabled(LogComponent::guards)) {
+    for (const std::string& g : e.guards.describe()) KILN_LOG(guards) << options.name << ": " << g;
+  }
+  for (const SymbolSource& s : symbols) {
+    KILN_LOG(dynamic) << options.name << ": " << s.name << " = size " << s.dim << " of argument " << s.input;
+  }
+  e.run = compile_graph(options.backend, e.graph);
+  compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  entries.push_back(std::move(e));
+  return run_entry(entries.back(), args);
+}
+
+std::vector<Tensor> Engine::run_segmented(const std::vector<ArgValue>& args, const Body& body) {
+  LazyRecorder recorder(segments);
+  std::vector<Tensor> outs;
+  {
+    LazyInstall install(recorder);
+    outs = body(args);
+    recorder.flush();
+  }
+  return outs;
+}
+
+std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& body) {
+  if (fallback) return body(args);
+  if (segmented) return run_segmented(args, body);
+  for (const Entry& e : entries)
+    if (!e.guards.check(args)) return run_entry(e, args);
+  if (!entries.empty()) {
+    std::string why = *entries.back().guards.check(args);
+    recompile_reasons.push_back(why);
+    KILN_LOG(recompiles) << options.name << ": recompiling (graph " << entries.size() << "): " << why;
+    if (int(entries.size()) >= options.recompile_limit) {
+      KILN_CHECK_HINT(!options.error_on_recompile_limit,
+                      "mark the varying sizes dynamic (kiln::mark_dynamic) or raise CompileOptions::recompile_limit",
+                      options.name, " hit the recompile limit (", options.recompile_limit, "); last guard failure: ", why);
+      std::cerr << "kiln: " << options.name << " hit the recompile limit (" << options.recompile_limit
+                << "); it runs eagerly from now on. Last guard failure: " << why << "\n";
+      fallback = true;
+      return body(args);
+    }
+    // Automatic dynamic: a size that differs from the one an earlier trace saw for the same
+    // argument (at the same rank) becomes symbolic.
+    for (const Entry& e : entries)
+      for (const TensorGuard& g : e.guards.tensors) {
+        const Tensor& t = args[g.input].tensor;
+        if (!g.defined || !t.defined() || t.dim() != int64_t(g.sizes.size())) continue;
+        for (size_t d = 0; d < g.sizes.size(); d++)
+          if (g.sizes[d] >= 0 && t.size(int64_t(d)) != g.sizes[d] && !dynamic.count({g.input, int64_t(d)})) {
+            dynamic.insert({g.input, int64_t(d)});
+            KILN_LOG(dynamic) << options.name << ": size " << d << " of argument " << g.input << " changed ("
+                              << g.sizes[d] << " -> " << t.size(int64_t(d)) << "): symbolic from now on";
+          }
+      }
+  }
+  return trace(args, body);
+}
+
+std::shared_ptr<Engine> make_engine(const CompileOptions& options) { return std::make_shared<Engine>(options); }
+
+std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body) { return e.call(args, body); }
+
+ExplainReport report(const Engine& e) {
+  ExplainReport r;
+  for (const auto& entry : e.entries) {
+    r.ops_per_graph.push_back(int(entry.graph->nodes().size()));
+    r.graphs.push_back(graph::print(*entry.graph));
+    r.specializations.insert(r.specializations.end(), entry.specializations.begin(), entry.specializations.end());
+  }
+  r.compile_ms = e.compile_ms;
+  for (size_t i = 0; i < e.segments.graphs.size(); i++) {
+    r.ops_per_graph.push_back(int(e.segments.graphs[i]->nodes().size()));
+    r.graphs.push_back(graph::print(*e.segments.graphs[i]));
+    r.compile_ms.push_back(e.segments.compile_ms[i]);
+  }
+  r.graph_count = int(r.graphs.size());
+  r.breaks = e.breaks;
+  for (const auto& s : e.segments.syncs) {
+    bool seen = false;
+    for (const auto& b : r.breaks) seen |= b.file == s.file && b.line == s.line;
+    if (!seen) r.breaks.push_back(s);
+  }
+  if (!e.entries.empty()) r.guards = e.entries.back().guards.describe();
+  r.recompile_reasons = e.recompile_reasons;
+  r.eager_fallback = e.fallback;
+  return r;
+}
+
+}  // namespace kiln::capture

@@ -1,0 +1,159 @@
+// Recording ops into a Graph while running on fake tensors.
+#include "capture/tracer.h"
+
+#include "core/tensor_impl.h"
+
+namespace kiln::capture {
+namespace {
+
+thread_local Tracer* g_tracer = nullptr;
+
+struct Recorder : sym::GuardRecorder {
+  Tracer* t;
+  void record(const char* rel, const sym::ExprPtr& a, const sym::ExprPtr& b, bool result) override {
+    t->relations.push_back(RelationGuard{rel, a, b, result});
+  }
+};
+
+}  // namespace
+
+Tracer* active_tracer() { return g_tracer; }
+
+struct TraceScope::Saved {
+  Tracer* prev_tracer;
+  ops::DispatchMode* prev_mode;
+  TensorHooks prev_hooks;
+  Recorder recorder;
+  sym::GuardRecorder* prev_recorder;
+};
+
+TraceScope::TraceScope(Tracer& t) : saved_(new Saved{}) {
+  saved_->prev_tracer = g_tracer;
+  g_tracer = &t;
+  saved_->prev_mode = ops::set_dispatch_mode(&t);
+  saved_->prev_hooks = tensor_hooks();
+  tensor_hooks().fake_data = [](const TensorImpl* i) { g_tracer->on_fake_data(i); };
+  tensor_hooks().concretize = [](const TensorImpl* i) { g_tracer->on_concretize(i); };
+  saved_->recorder.t = &t;
+  saved_->prev_recorder = sym::set_guard_recorder(&saved_->recorder);
+}
+
+TraceScope::~TraceScope() {
+  sym::set_guard_recorder(saved_->prev_recorder);
+  tensor_hooks() = saved_->prev_hooks;
+  ops::set_dispatch_mode(saved_->prev_mode);
+  g_tracer = saved_->prev_tracer;
+}
+
+Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& symbols, const std::string& name) {
+  TensorSpec spec = real.spec();
+  if (!symbols.empty()) {
+    for (const SymbolSource& s : symbols)
+      spec.sizes[size_t(s.dim)] = SymInt(sym::symbol(s.name), real.size(s.dim));
+    spec.strides.clear();  // symbolic inputs are contiguous (the caller only makes those symbolic)
+    spec.offset = 0;
+  }
+  graph::Value* v = graph.add_input(spec, name);
+  Tensor fake = make_fake(v->spec);
+  if (real.requires_grad()) fake.requires_grad_(true);  // the function may look (ops record no history here)
+  values_[fake.impl()] = v;
+  keep_.push_back(fake);
+  return fake;
+}
+
+graph::Value* Tracer::value_of(const Tensor& t) {
+  auto it = values_.find(t.impl());
+  if (it != values_.end()) return it->second;
+  KILN_CHECK(!t.is_fake(), "internal: a fake tensor from outside this trace reached the tracer");
+  if (t.is_wrapped_number()) return graph.add_constant(t, true);
+  // A real tensor the function reads (a module parameter, a tensor it captured): a graph input
+  // bound to that tensor, so in-place updates (optimizer steps) need no recompile.
+  graph::Value* v = graph.add_input(t.spec(), "lifted" + std::to_string(lifted.size()));
+  lifted.push_back(t);
+  values_[t.impl()] = v;
+  return v;
+}
+
+std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
+  const ops::OpInfo& info = ops::op_info(a.op);
+  if (info.flags & ops::DATADEP)
+    graph_break(std::string(info.name) + "() has a data-dependent output shape");
+  std::vector<graph::NodeArg> args;
+  args.reserve(a.v.size());
+  for (const ops::Arg& x : a.v) {
+    if (auto* t = std::get_if<Tensor>(&x)) {
+      if (t->defined()) args.push_back(value_of(*t));
+      else args.push_back(std::monostate{});
+    } else if (auto* l = std::get_if<TensorList>(&x)) {
+      graph::ValueList vl;
+      for (const Tensor& e : *l) vl.push_back(e.defined() ? value_of(e) : nullptr);
+      args.push_back(vl);
+    } else {
+      args.push_back(std::visit([](const auto& v) -> graph::NodeArg {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, TensorList>) return std::monostate{};
+        else return v;
+      }, x));
+    }
+  }
+  std::vector<graph::Value*> outs;
+  try {
+    outs = graph.add_call(a.op, std::move(args));
+  } catch (const Error& e) {
+    // Shapes that need data (boolean-mask indexing decomposes through nonzero) break the graph;
+    // any other error is the user's, and re-raises when the segment runs eagerly.
+    bool datadep = e.message().find("data-dependent") != std::string::npos;
+    graph_break(std::string(info.name) + "(): " + (datadep ? "its output shape depends on data" : e.message()));
+  }
+  std::vector<Tensor> result;
+  if (info.flags & ops::MUTATES) {
+    // copy_ returns its destination: the same tensor, now standing for the new value.
+    const Tensor& self = a.tensor(0);
+    values_[self.impl()] = outs.at(0);
+    return std::vector<Tensor>{self};
+  }
+  for (graph::Value* v : outs) {
+    Tensor f = make_fake(v->spec);
+    values_[f.impl()] = v;
+    keep_.push_back(f);
+    result.push_back(f);
+  }
+  return result;
+}
+
+void Tracer::set_outputs(const std::vector<Tensor>& outs) {
+  std::vector<graph::Value*> vs;
+  for (const Tensor& t : outs) {
+    KILN_CHECK(t.defined(), "a compiled function returned an undefined tensor");
+    vs.push_back(value_of(t));
+  }
+  graph.set_outputs(vs);
+}
+
+void Tracer::graph_break(const std::string& reason) {
+  BreakInfo b{reason, "", 0};
+  if (const SourceLoc* loc = ops::current_call_site()) b.file = loc->file_name(), b.line = loc->line();
+  brk = b;
+  Error::Info info;
+  info.message = "graph break: " + reason;
+  info.file = b.file;
+  info.line = b.line;
+  throw GraphBreak(info);
+}
+
+void Tracer::on_fake_data(const TensorImpl*) {
+  graph_break("a tensor's data was read while tracing (item(), printing, data_ptr(), to_vector())");
+}
+
+void Tracer::on_concretize(const TensorImpl* t) {
+  if (!t->sym) return;
+  for (size_t d = 0; d < t->sym->sizes.size(); d++) {
+    const SymInt& s = t->sym->sizes[d];
+    if (!s.is_symbolic()) continue;
+    relations.push_back(RelationGuard{"==", s.expr(), sym::constant(s.hint()), true});
+    specializations.push_back(sym::str(s.expr()) + " = " + std::to_string(s.hint()) +
+                              " (a concrete size was read, e.g. sizes() or size(d))");
+  }
+}
+
+}  // namespace kiln::capture
