@@ -82,7 +82,11 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       if (!i.is_valid()) throw nb::python_error();
       int64_t v = nb::cast<int64_t>(i);
       int64_t n = r.view.size(d);
-      KILN_CHECK(v >= -n && v < n, "index ", v, " is out of bounds for dimension ", d, " with size ", n);
+      // IndexError, as PyTorch: Python's sequence protocol (iteration via __getitem__) relies on it.
+      if (v < -n || v >= n)
+        throw nb::index_error(("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) +
+                               " with size " + std::to_string(n))
+                                  .c_str());
       r.view = kiln::select(r.view, d, v);
       continue;
     }
@@ -110,7 +114,9 @@ void index_set(Tensor& self, nb::handle index, nb::handle value) {
     return;
   }
   if (v.dtype() != r.view.dtype()) v = v.to(r.view.dtype());
-  kiln::copy_(r.view, kiln::index_put(r.view, r.adv, v, false));
+  // As an in-place method: index_put saved self, which the write below overwrites, so it must keep
+  // its own copy (its gradient for self needs only the indices, but the saved-version check is generic).
+  ops::assign_inplace(r.view, kiln::index_put(r.view, r.adv, v, false), "__setitem__");
 }
 
 }  // namespace kiln::py

@@ -123,11 +123,12 @@ def _linspace(dtype):
     yield Sample((3, -2, 11), {"dtype": dtype}, name="decreasing")
     yield Sample((2.5, 9, 1), {"dtype": dtype}, name="one step")
     yield Sample((0, 1, 0), {"dtype": dtype}, name="zero steps")
+    yield Sample((-7, 13, 6), {"dtype": dtype}, name="integral ends, fractional step")
     if dtype == "float32":
         yield Sample((0, 10, 6), name="default dtype")
 
 
-register(OpInfo("linspace", _linspace, dtypes=FLOATS))
+register(OpInfo("linspace", _linspace, dtypes=("float32", "float64", "int64")))
 
 
 def _eye(dtype):
@@ -135,6 +136,7 @@ def _eye(dtype):
     yield Sample((2, 4), {"dtype": dtype}, name="wide")
     yield Sample((4, 2), {"dtype": dtype}, name="tall")
     yield Sample((0,), {"dtype": dtype}, name="zero-size")
+    yield Sample((3, 0), {"dtype": dtype}, name="zero columns")
     if dtype == "float32":
         yield Sample((2,), name="default dtype")
 

@@ -130,6 +130,9 @@ def _as_strided(dtype):
     yield Sample((T((6,)), (2, 3), (0, 1)), name="stride 0")
     yield Sample((T((6,)), (0, 3), (3, 1)), name="zero-size")
     yield Sample((T((6,)), (), ()), {"storage_offset": 5}, name="0-d, kwarg")
+    # as_strided addresses the input's storage, whatever the input's own strides and offset.
+    yield Sample((T((3, 4), layout="strided"), (3, 3), (8, 1)), name="strided input: raw storage")
+    yield Sample((T((4, 3), layout="transposed"), (2, 6), (6, 1)), name="transposed input: raw storage")
 
 
 register(OpInfo("as_strided", _as_strided, dtypes=ANY))
@@ -156,6 +159,8 @@ def _cat(dtype):
     yield Sample(([T((2, 3)), T((0, 3)), T((1, 3), layout="strided")],), name="zero-size piece, strided")
     yield Sample(([T((3,))],), {"dim": 0}, name="one tensor, kwarg")
     yield Sample(([T((0, 2)), T((0, 2))],), name="all zero-size")
+    if dtype == "float32":  # type promotion across the inputs
+        yield Sample(([T((2, 2)), T((1, 2), dtype="float64"), T((1, 2), dtype="int64")],), name="mixed dtypes")
 
 
 register(OpInfo("cat", _cat, dtypes=ANY))
@@ -375,6 +380,8 @@ def _stack(dtype):
     yield Sample(([T((2, 3)), T((2, 3), layout="transposed"), T((2, 3))], -1), name="last dim, transposed")
     yield Sample(([T(()), T(())],), name="0-d")
     yield Sample(([T((0, 2)), T((0, 2))], 1), name="zero-size")
+    if dtype == "float32":
+        yield Sample(([T((2,)), T((2,), dtype="int64")], -1), name="mixed dtypes")
 
 
 register(OpInfo("stack", _stack, dtypes=ANY))
@@ -398,6 +405,8 @@ def _roll(dtype):
     yield Sample((T((3, 4)), [2]), name="no dims: the flattened tensor")
     yield Sample((T((3, 4), layout="transposed"), [1], [-1]), name="transposed, negative dim")
     yield Sample((T((0, 3)), [1], [1]), name="zero-size")
+    yield Sample((T((3, 4)), [-7, 9], [0, 1]), name="shifts beyond the size")
+    yield Sample((T(()), [3]), name="0-d")
 
 
 register(OpInfo("roll", _roll, dtypes=ANY))
@@ -423,6 +432,10 @@ def _pad(dtype):
     yield Sample((T((2, 3, 4)), [2, 1], "circular"), name="circular")
     yield Sample((T((1, 2, 3, 4)), [1, 2, 2, 1]), {"mode": "circular"}, name="circular 2-d, kwarg")
     yield Sample((T((3, 4)), [-1, 1]), name="negative constant pad")
+    yield Sample((T((1, 2, 3, 4, 5)), [1, 2, 2, 1, 1, 1], "reflect"), name="reflect 3-d")
+    yield Sample((T((1, 2, 3, 4, 5), layout="strided"), [0, 2, 1, 1, 2, 0], "replicate"), name="replicate 3-d, strided")
+    yield Sample((T((2, 3, 4)), [-1, 2], "circular"), name="circular, negative pad")
+    yield Sample((T((2, 3, 4)), [3, 3], "replicate"), name="replicate wider than the dim")
 
 
 def _pad_torch(x, pad, mode="constant", value=None):
