@@ -154,6 +154,11 @@ TEST(Shape, SplitChunk) {
   EXPECT_THROW(x.split_with_sizes({2, 4}), Error);
   EXPECT_THROW(x.split_with_sizes({8, -1}), Error);
   EXPECT_THROW(x.chunk(0), Error);
+  {  // an empty dim gives `chunks` empty pieces (PyTorch), not one
+    std::vector<Tensor> parts = zeros({0, 2}).chunk(3);
+    ASSERT_EQ(parts.size(), 3u);
+    for (const Tensor& p : parts) EXPECT_EQ(p.sizes(), (Shape{0, 2}));
+  }
   EXPECT_THROW(x.split(2, 2), Error);
   Tensor g = grad_input({5, 4});
   expect_gradcheck([](const TensorList& in) { return in[0].split(2); }, {g}, "split");

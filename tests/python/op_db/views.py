@@ -360,6 +360,8 @@ def _chunk(dtype):
     yield Sample((T((7, 3)), 3), name="uneven")
     yield Sample((T((5, 2)), 6), name="more chunks than elements")
     yield Sample((T((3, 4), layout="transposed"), 2, -1), name="negative dim, transposed")
+    yield Sample((T((6,)), 4), name="fewer chunks than asked (sizes 2, 2, 2)")
+    yield Sample((T((0, 3)), 2), name="zero-size: that many empty chunks")
 
 
 register(OpInfo("chunk", _chunk, dtypes=ANY))
