@@ -28,7 +28,7 @@ def _matmul(dtype):
     yield Sample((T((2, 8), low=1e-3, high=2e-3), T((8, 3), low=1e-3, high=2e-3)), name="small magnitudes")
 
 
-register(OpInfo("matmul", _matmul, tol=TOL, dtypes=("float32", "float64", "int64")))
+register(OpInfo("matmul", _matmul, tol=TOL, dtypes=("float32", "float64", "int64"), bf16=True))
 
 
 def _mm(dtype):
