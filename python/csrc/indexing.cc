@@ -60,7 +60,9 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       continue;
     }
     if (is_advanced(h)) {
-      Tensor t = as_tensor(h) ? *as_tensor(h) : tensor_from_data(h, std::nullopt);
+      // An empty list indexes by position (int64), as PyTorch: nothing picked.
+      const bool empty_list = PyList_Check(h.ptr()) && PyList_Size(h.ptr()) == 0;
+      Tensor t = as_tensor(h) ? *as_tensor(h) : tensor_from_data(h, empty_list ? std::optional<DType>(kInt64) : std::nullopt);
       KILN_CHECK_HINT(t.dtype() == kBool || is_integral(t.dtype()), "index with integer or boolean tensors",
                       "tensors used as indices must be integer or boolean, got ", name(t.dtype()));
       if (t.dtype() == kBool && t.dim() == 0) {  // x[mask_scalar]: like None, then keep or drop everything
@@ -145,6 +147,7 @@ void index_set(Tensor& self, nb::handle index, nb::handle value) {
     return;
   }
   if (!r.any_adv) {
+    while (v.dim() > r.view.dim() && v.size(0) == 1) v = kiln::squeeze(v, std::vector<int64_t>{0});  // as PyTorch
     kiln::copy_(r.view, v);
     return;
   }

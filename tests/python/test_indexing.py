@@ -56,6 +56,7 @@ INDICES = {
     "separated int tensors (dims first)": (ints([0, 1]), slice(None), ints([5, 0])),
     "int tensor after a slice": (slice(1, 3), ints([0, 4])),
     "empty int tensor": lambda lib: lib.tensor([], dtype=lib.int64),
+    "empty list": [],
     # booleans
     "bool mask, full": mask((4, 5, 6)),
     "bool mask, first dim": mask((4,)),
@@ -169,6 +170,24 @@ def test_setitem_converts_dtype_and_takes_lists():
     t[1:, 1] = torch.tensor([7.5, -1.5])
     np.testing.assert_array_equal(k.numpy(), t.numpy())
     assert k.dtype == kiln.float32
+
+
+def test_setitem_drops_leading_size_1_dims_of_the_value():
+    for grad in (False, True):
+        kl, tl = both(DATA)
+        kl.requires_grad_(grad)
+        tl.requires_grad_(grad)
+        k, t = kl * 1, tl * 1
+        k[0] = kiln.ones(1, 1, 5, 6)
+        t[0] = torch.ones(1, 1, 5, 6)
+        np.testing.assert_array_equal(k.detach().numpy(), t.detach().numpy())
+
+
+def test_a_list_of_lists_is_one_index_tensor():
+    """A deliberate difference: PyTorch still reads x[[[0, 1], [1, 0]]] as x[[0, 1], [1, 0]] (deprecated,
+    it warns that 2.9 will read it as a tensor); kiln reads it as NumPy does, as one 2-d index tensor."""
+    k, t = both(DATA)
+    np.testing.assert_array_equal(k[[[0, 1], [1, 0]]].numpy(), t[torch.tensor([[0, 1], [1, 0]])].numpy())
 
 
 def test_setitem_on_integer_and_bool_tensors():
