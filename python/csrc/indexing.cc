@@ -107,45 +107,10 @@ Tensor index_get(const Tensor& self, nb::handle index) {
   return kiln::index(r.view, r.adv);
 }
 
-namespace {
-
-// x[index] = v when autograd records it and index starts with basic items (so the target is a view
-// of x). Autograd does not carry an in-place write into a view over to the view's base, so the write
-// is made on x itself: the coordinates the view covers (found by indexing x's row-major positions the
-// same way) get v through one index_put of x, whose result is assigned to x in place. One op reads
-// x, so assign_inplace can keep the copy of x that op's backward saved.
-void index_set_recorded(Tensor& self, nb::handle index, const Tensor& value) {
-  Tensor pos = kiln::reshape(kiln::iota(self.numel(), 0, 1, kInt64, self.device()), self.sym_sizes());
-  Indexed p = apply_index(pos, index);
-  Tensor target = p.any_adv ? kiln::index(p.view, p.adv) : p.view;
-  Tensor v = value.dtype() == self.dtype() ? value : value.to(self.dtype());
-  while (v.dim() > target.dim() && v.size(0) == 1) v = kiln::squeeze(v, std::vector<int64_t>{0});  // as PyTorch
-  v = kiln::reshape(kiln::expand(v, target.sym_sizes()), {-1});
-  target = kiln::reshape(target, {-1});
-  if (target.numel() == 0) return;
-  if (self.dim() == 0) {  // x[None] = v: the one element is overwritten
-    ops::assign_inplace(self, kiln::reshape(v, SymShape{}), "__setitem__");
-    return;
-  }
-  std::vector<Tensor> coords(size_t(self.dim()));  // target's row-major positions as coordinates of self
-  int64_t stride = 1;
-  for (int64_t d = self.dim() - 1; d >= 0; --d) {
-    coords[size_t(d)] = kiln::remainder(kiln::floor_divide(target, stride), self.size(d));
-    stride *= self.size(d);
-  }
-  ops::assign_inplace(self, kiln::index_put(self, coords, v, false), "__setitem__");
-}
-
-}  // namespace
-
 void index_set(Tensor& self, nb::handle index, nb::handle value) {
   Indexed r = apply_index(self, index);
   Tensor v = as_tensor(value) ? *as_tensor(value) : is_py_number(value) ? ops::scalar_to_tensor(to_scalar(value))
                                                                          : tensor_from_data(value, self.dtype());
-  if (!r.view.is_same(self) && is_grad_enabled() && (self.requires_grad() || v.requires_grad())) {
-    index_set_recorded(self, index, v);
-    return;
-  }
   if (!r.any_adv) {
     while (v.dim() > r.view.dim() && v.size(0) == 1) v = kiln::squeeze(v, std::vector<int64_t>{0});  // as PyTorch
     kiln::copy_(r.view, v);

@@ -214,12 +214,12 @@ def _copy(dtype):
     other = "float32" if dtype == "float64" else "float64"
     yield Sample((T((3,), requires_grad=False), T((3,), dtype=other)), name="converts src dtype")
     yield Sample((T((3,), requires_grad=False), T((3,), dtype="int64", low=-5, high=5)), name="int src")
-    # Writing into a view of the destination (dst[1].copy_(src)) is not compared: kiln's autograd does
-    # not rebase the base's history after an in-place write into a view (see test_indexing.py's xfail).
-    yield Sample((T((3, 4), requires_grad=False), T((4,), requires_grad=False)), {"into": 1},
-                 name="into a row view (values only)")
-    yield Sample((T((4, 6), layout="transposed", requires_grad=False), T((2, 3), layout="strided", requires_grad=False)),
-                 {"into": (slice(1, 3), slice(None, None, 2))}, name="into a strided view of a transposed destination")
+    # Into a view of the destination: the destination's history is rebased, gradients reach both.
+    yield Sample((T((3, 4)), T((4,))), {"into": 1}, name="into a row view")
+    yield Sample((T((4, 6), layout="transposed"), T((2, 3), layout="strided")), {"into": (slice(1, 3), slice(None, None, 2))},
+                 name="into a strided view of a transposed destination")
+    yield Sample((T((3, 4), requires_grad=False), T((3, 1))), {"into": (slice(None), slice(2, 4))},
+                 name="into a view of a destination without grad, broadcast src")
     yield Sample((T((3, 4)), T((3, 4))), name="whole destination overwritten: zero gradient for dst")
 
 
