@@ -75,6 +75,17 @@ def _scatter_reduce(dtype):
             yield Sample((T((3, 4), layout="transposed"), -1, I((3, 5), 4), T((3, 5), layout="strided"), reduce),
                          {"include_self": include_self}, name=f"{reduce}, include_self={include_self}, non-contiguous")
         yield Sample((T((3, 4)), 1, I((2, 0), 4), T((2, 0)), reduce), name=f"{reduce}, zero-size")
+    # Ties: the gradient is split evenly between equal winners. With include_self=False, self's values
+    # differ from every winner here: PyTorch still counts a self equal to the result as a winner then
+    # (so a lone src winner tied with an excluded self gets half its gradient, the rest is lost),
+    # a quirk kiln deliberately does not copy: excluded self takes no share.
+    src = [[1.0, 1.5, 1.5], [1.5, 2.0, 0.5], [1.0, 2.0, 1.5]]
+    index = V([[0, 1, 1], [1, 1, 0], [0, 0, 1]])
+    for reduce in ("amax", "amin"):
+        yield Sample((T((2, 3), values=[[1.0, 2.0, 0.5], [1.5, 1.5, 1.5]]), 0, index, T((3, 3), values=src), reduce),
+                     name=f"{reduce} ties with self, include_self=True")
+        yield Sample((T((2, 3), values=[[7.0, -7.0, 7.5], [-7.5, 8.0, -8.0]]), 0, index, T((3, 3), values=src), reduce),
+                     {"include_self": False}, name=f"{reduce} ties within src, include_self=False")
 
 
 register(OpInfo("scatter_reduce", _scatter_reduce, dtypes=DATA))
