@@ -98,6 +98,7 @@ struct CopySlices : Node {
 void rebase_view_base(const Tensor& self, const Tensor& src) {
   Tensor base = view_base_of(self);
   if (!base.defined() || self.impl()->sym || base.impl()->sym) return;
+  if (!requires_grad(base) && !requires_grad(src)) return;  // nothing to differentiate through
   auto node = std::make_shared<CopySlices>();
   node->base_sizes = base.sizes(), node->base_strides = base.strides(), node->base_offset = base.impl()->offset;
   node->view_sizes = self.sizes(), node->view_strides = self.strides(), node->view_offset = self.impl()->offset;
