@@ -150,6 +150,14 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   }
   node->saved = a;
   node->inputs = std::move(inputs);
+  if (info.flags & ops::MUTATES) {
+    // self's grad_fn becomes this node: saving self itself would make a cycle that is never freed
+    // when this node never runs (a write into a view whose base carries on the history).
+    Tensor alias = node->inputs[0].detach();
+    for (ops::Arg& arg : node->saved.v)
+      if (auto* t = std::get_if<Tensor>(&arg); t && t->is_same(node->inputs[0])) *t = alias;
+    node->inputs[0] = alias;
+  }
   for (const Tensor& t : node->inputs) node->saved_versions.push_back(t.impl()->storage->version);
   node->seq = g_seq++;
   node->num_outputs = outs.size();
