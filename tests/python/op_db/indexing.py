@@ -1,5 +1,6 @@
 """Indexing prims (gather, scatter*, index_select, index_put) and the indexing composites
 (index, index_add, masked_select, take_along_dim)."""
+import numpy as np
 import torch
 
 from op_db import OpInfo, Sample, T, register
@@ -14,7 +15,6 @@ def I(shape, high, low=0, dtype="int64"):
 
 def V(values, dtype="int64"):
     """An index tensor with explicit values."""
-    import numpy as np
     a = np.array(values)
     return T(a.shape, dtype=dtype, values=values)
 

@@ -1,5 +1,4 @@
 """Linear algebra: matmul (the prim) and mm, bmm, addmm, baddbmm, linear, einsum, outer, dot, vdot."""
-import torch
 import torch.nn.functional as F
 
 from op_db import OpInfo, Sample, T, register

@@ -5,7 +5,6 @@ import torch.nn.functional as F
 import kiln
 from op_db import OpInfo, Sample, T, register
 
-FLOATS = ("float32", "float64")
 ANY = ("float32", "float64", "int64", "bool")  # dtype-agnostic data movement: ints and bools too
 
 
