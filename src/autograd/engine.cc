@@ -22,10 +22,19 @@ void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 namespace autograd {
 
+namespace {
+// A view whose storage was written since its history was set (through its base or another view).
+bool stale_view(const AutogradMeta& m, const Tensor& t) {
+  return m.view_base.defined() && m.view_version != t.impl()->storage->version && !m.requires_grad;
+}
+}  // namespace
+
 bool requires_grad(const Tensor& t) {
   if (!t.defined()) return false;
   const auto& m = t.impl()->autograd;
-  return m && (m->requires_grad || m->grad_fn);
+  if (!m) return false;
+  if (m->requires_grad || m->grad_fn) return true;
+  return stale_view(*m, t) && requires_grad(m->view_base);  // it will read the base's new history
 }
 
 bool any_requires_grad(const ops::Args& a) {
@@ -111,13 +120,37 @@ void rebase_view_base(const Tensor& self, const Tensor& src) {
   m.output_nr = 0;
 }
 
+// Before a stale view is used by a recorded op: its history becomes that of its elements in the
+// base's current history (an as_strided of the base), as PyTorch regenerates it.
+void refresh_view_history(const Tensor& t) {
+  const auto& mp = t.impl()->autograd;
+  if (!mp || !stale_view(*mp, t)) return;
+  mp->view_version = t.impl()->storage->version;
+  const Tensor base = mp->view_base;
+  if (!requires_grad(base) || t.impl()->sym || base.impl()->sym) return;
+  Tensor fresh = as_strided(base, SymShape(t.sizes().begin(), t.sizes().end()),
+                            SymShape(t.strides().begin(), t.strides().end()), SymInt(t.impl()->offset));
+  mp->grad_fn = fresh.impl()->autograd_meta().grad_fn;
+  mp->output_nr = 0;
+}
+
 }  // namespace
 
 void note_view(const Tensor& base, const Tensor& view) {
   if (view.impl() == base.impl()) return;
   Tensor root = view_base_of(base);
-  view.impl()->autograd_meta().view_base = root.defined() ? root : base;
+  AutogradMeta& m = view.impl()->autograd_meta();
+  m.view_base = root.defined() ? root : base;
+  m.view_version = view.impl()->storage->version;
 }
+
+namespace {
+// After a recorded op set t's history: a view's history is now up to date with its storage.
+void note_history_set(const Tensor& t) {
+  const auto& m = t.impl()->autograd;
+  if (m && m->view_base.defined()) m->view_version = t.impl()->storage->version;
+}
+}  // namespace
 
 std::vector<Tensor> call_with_grad(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
@@ -139,6 +172,7 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   }
   auto node = std::make_shared<OpNode>();
   for (const Tensor& t : inputs) {
+    if (!(info.flags & ops::MUTATES) || !t.is_same(inputs[0])) refresh_view_history(t);
     const bool needs = requires_grad(t);
     node->input_needs_grad.push_back(needs);
     node->next.push_back(needs ? gradient_edge(t) : Edge{});
@@ -170,7 +204,10 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
     m.output_nr = uint32_t(i);
   }
   if (info.kind == ops::OpKind::VIEW) note_view(a.tensor(0), outs.at(0));
-  if (info.flags & ops::MUTATES) rebase_view_base(a.tensor(0), a.tensor(1));
+  if (info.flags & ops::MUTATES) {
+    rebase_view_base(a.tensor(0), a.tensor(1));
+    note_history_set(a.tensor(0));
+  }
   return outs;
 }
 

@@ -63,6 +63,8 @@ struct AutogradMeta {
   std::weak_ptr<AccumulateGrad> accumulator;
   std::vector<Hook> leaf_hooks;  // hooks registered before an accumulator existed
   Tensor view_base;  // a view's base (the start of its chain of views): in-place writes into the view rebase it
+  uint64_t view_version = 0;  // the storage version its history is up to date with (a view's history goes stale
+                              // when the storage is written through the base or another view)
 };
 
 bool any_requires_grad(const ops::Args& a);

@@ -216,6 +216,9 @@ INPLACE_ON_VIEWS = {
     "a view written, then used": lambda d, s: (d[1].mul_(s), d[1].add_(d[0])),
     "two writes through different views": lambda d, s: (d[0].add_(s), d[:, 1].mul_(3)),
     "setitem of a row": lambda d, s: d.__setitem__(1, s * 2),
+    # views taken before a write elsewhere: their history is regenerated from the base's new one
+    "base written, an older view used": lambda d, s: (lambda v: (d.mul_(2), v.mul_(s)))(d[1]),
+    "a view written, an older overlapping view used": lambda d, s: (lambda v: (d[1].copy_(s), v.mul_(3)))(d[:, 0]),
 }
 
 
@@ -224,6 +227,8 @@ INPLACE_ON_VIEWS = {
 def test_inplace_write_into_a_view_reaches_the_base(name, base_grad):
     """In-place writes into views of a non-leaf: the base's history is rebased (PyTorch's CopySlices),
     so the gradient of the base reaches the written source and, elsewhere, the base's old history."""
+    if name == "a view written, an older overlapping view used" and not base_grad:
+        pytest.skip("PyTorch rejects it: it takes the older view of a base without grad for a leaf")
     w = RNG.uniform(-1, 1, size=(3, 2))
     base = RNG.uniform(-1, 1, size=(3, 2))
     src = RNG.uniform(-1, 1, size=(2,))

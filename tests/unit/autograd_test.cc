@@ -125,6 +125,20 @@ TEST(Autograd, InPlaceIntoAViewRebasesTheBase) {
   EXPECT_EQ(g[2].to_vector<double>(), (std::vector<double>{3, 9, 15}));
 }
 
+TEST(Autograd, AViewTakenBeforeAWriteElsewhereReadsTheNewHistory) {
+  // v = d[:, 0] is taken, then d[1] = s is written: v's second element is s_0 now, in value and gradient.
+  Tensor x = tensor<double>({1, 2, 3, 4}).view({2, 2}).requires_grad_();
+  Tensor s = tensor<double>({5, 6}).requires_grad_();
+  Tensor d = x * 2.0;
+  Tensor v = d.select(1, 0);
+  copy_(d.select(0, 1), s);
+  Tensor y = (v * tensor<double>({10, 100})).sum();  // 10 * 2 x00 + 100 * s0
+  EXPECT_EQ(y.item<double>(), 10 * 2 + 100 * 5);
+  TensorList g = grad({y}, {x, s});
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{20, 0, 0, 0}));
+  EXPECT_EQ(g[1].to_vector<double>(), (std::vector<double>{100, 0}));
+}
+
 TEST(Autograd, InPlaceIntoAViewOfALeafThatRequiresGradIsAnError) {
   Tensor x = zeros({2, 2}).requires_grad_();
   EXPECT_THROW(x.select(0, 0).add_(1.0), Error);
