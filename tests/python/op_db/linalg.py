@@ -39,7 +39,7 @@ def _mm(dtype):
         yield Sample((T((2, 8), low=-1e3, high=1e3), T((8, 3), low=1e-3, high=2e-3)), name="large x small")
 
 
-register(OpInfo("mm", _mm, tol=TOL, dtypes=("float32", "float64", "int64")))
+register(OpInfo("mm", _mm, tol=TOL, dtypes=("float32", "float64", "int64"), bf16=True))
 
 
 def _bmm(dtype):
@@ -49,7 +49,7 @@ def _bmm(dtype):
     yield Sample((T((2, 3, 0)), T((2, 0, 2))), name="zero inner")
 
 
-register(OpInfo("bmm", _bmm, tol=TOL, dtypes=("float32", "float64", "int64")))
+register(OpInfo("bmm", _bmm, tol=TOL, dtypes=("float32", "float64", "int64"), bf16=True))
 
 
 def _addmm(dtype):
@@ -92,7 +92,7 @@ def _linear(dtype):
     yield Sample((T((3, 4)), T((5, 4)), None), name="bias None")
 
 
-register(OpInfo("linear", _linear, torch_fn=F.linear, tol=TOL))
+register(OpInfo("linear", _linear, torch_fn=F.linear, tol=TOL, bf16=True))
 
 
 def _einsum(dtype):
@@ -117,7 +117,7 @@ def _einsum(dtype):
     yield Sample(("...,...->...", [T(()), T((2, 3))]), name="0-d operand with ellipsis")
 
 
-register(OpInfo("einsum", _einsum, tol=TOL))
+register(OpInfo("einsum", _einsum, tol=TOL, bf16=True))
 
 
 def _vectors(dtype):
