@@ -60,7 +60,9 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       continue;
     }
     if (is_advanced(h)) {
-      Tensor t = as_tensor(h) ? *as_tensor(h) : tensor_from_data(h, std::nullopt);
+      // An empty list indexes by position (int64), as PyTorch: nothing picked.
+      const bool empty_list = PyList_Check(h.ptr()) && PyList_Size(h.ptr()) == 0;
+      Tensor t = as_tensor(h) ? *as_tensor(h) : tensor_from_data(h, empty_list ? std::optional<DType>(kInt64) : std::nullopt);
       KILN_CHECK_HINT(t.dtype() == kBool || is_integral(t.dtype()), "index with integer or boolean tensors",
                       "tensors used as indices must be integer or boolean, got ", name(t.dtype()));
       if (t.dtype() == kBool && t.dim() == 0) {  // x[mask_scalar]: like None, then keep or drop everything
@@ -82,7 +84,11 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       if (!i.is_valid()) throw nb::python_error();
       int64_t v = nb::cast<int64_t>(i);
       int64_t n = r.view.size(d);
-      KILN_CHECK(v >= -n && v < n, "index ", v, " is out of bounds for dimension ", d, " with size ", n);
+      // IndexError, as PyTorch: Python's sequence protocol (iteration via __getitem__) relies on it.
+      if (v < -n || v >= n)
+        throw nb::index_error(("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) +
+                               " with size " + std::to_string(n))
+                                  .c_str());
       r.view = kiln::select(r.view, d, v);
       continue;
     }
@@ -106,11 +112,14 @@ void index_set(Tensor& self, nb::handle index, nb::handle value) {
   Tensor v = as_tensor(value) ? *as_tensor(value) : is_py_number(value) ? ops::scalar_to_tensor(to_scalar(value))
                                                                          : tensor_from_data(value, self.dtype());
   if (!r.any_adv) {
+    while (v.dim() > r.view.dim() && v.size(0) == 1) v = kiln::squeeze(v, std::vector<int64_t>{0});  // as PyTorch
     kiln::copy_(r.view, v);
     return;
   }
   if (v.dtype() != r.view.dtype()) v = v.to(r.view.dtype());
-  kiln::copy_(r.view, kiln::index_put(r.view, r.adv, v, false));
+  // As an in-place method: index_put saved self, which the write below overwrites, so it must keep
+  // its own copy (its gradient for self needs only the indices, but the saved-version check is generic).
+  ops::assign_inplace(r.view, kiln::index_put(r.view, r.adv, v, false), "__setitem__");
 }
 
 }  // namespace kiln::py

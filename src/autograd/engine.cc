@@ -22,10 +22,19 @@ void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 namespace autograd {
 
+namespace {
+// A view whose storage was written since its history was set (through its base or another view).
+bool stale_view(const AutogradMeta& m, const Tensor& t) {
+  return m.view_base.defined() && m.view_version != t.impl()->storage->version && !m.requires_grad;
+}
+}  // namespace
+
 bool requires_grad(const Tensor& t) {
   if (!t.defined()) return false;
   const auto& m = t.impl()->autograd;
-  return m && (m->requires_grad || m->grad_fn);
+  if (!m) return false;
+  if (m->requires_grad || m->grad_fn) return true;
+  return stale_view(*m, t) && requires_grad(m->view_base);  // it will read the base's new history
 }
 
 bool any_requires_grad(const ops::Args& a) {
@@ -52,6 +61,97 @@ Edge gradient_edge(const Tensor& t) {
   return Edge{acc, 0};
 }
 
+namespace {
+
+Tensor view_base_of(const Tensor& t) {
+  const auto& m = t.impl()->autograd;
+  return m ? m->view_base : Tensor();
+}
+
+// The base of a view written in place (PyTorch's CopySlices): the base's new history takes the
+// gradient of the written elements to the write's source and the rest to the base's old history.
+// Elements are matched through their storage positions, so any view geometry works.
+struct CopySlices : Node {
+  Shape base_sizes, base_strides, view_sizes, view_strides, src_sizes;
+  int64_t base_offset = 0, view_offset = 0;
+  DType src_dtype = kFloat32;
+
+  std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
+    const Tensor& g = grads.at(0);
+    if (!g.defined()) return {Tensor(), Tensor()};
+    const int64_t n = numel_of(view_sizes);
+    if (n == 0) return {g, zeros(SymShape(src_sizes.begin(), src_sizes.end()), g.dtype(), g.device())};
+    auto last = [](const Shape& sz, const Shape& st, int64_t off) {
+      for (size_t d = 0; d < sz.size(); ++d) off += (sz[d] - 1) * st[d];
+      return off;
+    };
+    const int64_t extent = std::max(last(base_sizes, base_strides, base_offset), last(view_sizes, view_strides, view_offset)) + 1;
+    auto sym = [](const Shape& s) { return SymShape(s.begin(), s.end()); };
+    Tensor pos = iota(extent, 0, 1, kInt64, g.device());
+    Tensor base_pos = reshape(as_strided(pos, sym(base_sizes), sym(base_strides), SymInt(base_offset)), {-1});
+    Tensor view_pos = reshape(as_strided(pos, sym(view_sizes), sym(view_strides), SymInt(view_offset)), {-1});
+    // element number in the base of each storage position, then of each element of the view
+    Tensor elem_of = index_put(zeros({extent}, kInt64, g.device()), {base_pos},
+                               iota(numel_of(base_sizes), 0, 1, kInt64, g.device()), false);
+    Tensor elem = index(elem_of, {view_pos});
+    Tensor flat = reshape(g, {-1});
+    Tensor g_src = sum_to(reshape(index(flat, {elem}), sym(view_sizes)), sym(src_sizes));
+    if (is_floating(src_dtype) && g_src.dtype() != src_dtype) g_src = convert_element_type(g_src, src_dtype);
+    Tensor g_base = reshape(index_put(flat, {elem}, zeros({}, g.dtype(), g.device()), false), sym(base_sizes));
+    return {g_base, g_src};
+  }
+  std::string name() const override { return "CopySlicesBackward"; }
+};
+
+// After copy_(self, src) ran with grad mode on: if self is a view, its base gets the new history.
+void rebase_view_base(const Tensor& self, const Tensor& src) {
+  Tensor base = view_base_of(self);
+  if (!base.defined() || self.impl()->sym || base.impl()->sym) return;
+  if (!requires_grad(base) && !requires_grad(src)) return;  // nothing to differentiate through
+  auto node = std::make_shared<CopySlices>();
+  node->base_sizes = base.sizes(), node->base_strides = base.strides(), node->base_offset = base.impl()->offset;
+  node->view_sizes = self.sizes(), node->view_strides = self.strides(), node->view_offset = self.impl()->offset;
+  node->src_sizes = src.sizes(), node->src_dtype = src.dtype();
+  node->next = {requires_grad(base) ? gradient_edge(base) : Edge{}, requires_grad(src) ? gradient_edge(src) : Edge{}};
+  node->seq = g_seq++;
+  node->pre_hooks.resize(1);
+  AutogradMeta& m = base.impl()->autograd_meta();
+  m.grad_fn = node;
+  m.output_nr = 0;
+}
+
+// Before a stale view is used by a recorded op: its history becomes that of its elements in the
+// base's current history (an as_strided of the base), as PyTorch regenerates it.
+void refresh_view_history(const Tensor& t) {
+  const auto& mp = t.impl()->autograd;
+  if (!mp || !stale_view(*mp, t)) return;
+  mp->view_version = t.impl()->storage->version;
+  const Tensor base = mp->view_base;
+  if (!requires_grad(base) || t.impl()->sym || base.impl()->sym) return;
+  Tensor fresh = as_strided(base, SymShape(t.sizes().begin(), t.sizes().end()),
+                            SymShape(t.strides().begin(), t.strides().end()), SymInt(t.impl()->offset));
+  mp->grad_fn = fresh.impl()->autograd_meta().grad_fn;
+  mp->output_nr = 0;
+}
+
+}  // namespace
+
+void note_view(const Tensor& base, const Tensor& view) {
+  if (view.impl() == base.impl()) return;
+  Tensor root = view_base_of(base);
+  AutogradMeta& m = view.impl()->autograd_meta();
+  m.view_base = root.defined() ? root : base;
+  m.view_version = view.impl()->storage->version;
+}
+
+namespace {
+// After a recorded op set t's history: a view's history is now up to date with its storage.
+void note_history_set(const Tensor& t) {
+  const auto& m = t.impl()->autograd;
+  if (m && m->view_base.defined()) m->view_version = t.impl()->storage->version;
+}
+}  // namespace
+
 std::vector<Tensor> call_with_grad(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
   if (!info.derivative || (info.decomp && !ops::kernel_applies(a))) {
@@ -65,9 +165,14 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
     KILN_CHECK_HINT(!(requires_grad(self) && self.is_leaf()),
                     "do the update under kiln::NoGradGuard, or work on a clone()",
                     "a leaf tensor that requires grad is being used in an in-place operation");
+    const Tensor base = view_base_of(self);
+    KILN_CHECK_HINT(!(base.defined() && requires_grad(base) && base.is_leaf()),
+                    "do the update under kiln::NoGradGuard, or work on a clone()",
+                    "a view of a leaf tensor that requires grad is being used in an in-place operation");
   }
   auto node = std::make_shared<OpNode>();
   for (const Tensor& t : inputs) {
+    if (!(info.flags & ops::MUTATES) || !t.is_same(inputs[0])) refresh_view_history(t);
     const bool needs = requires_grad(t);
     node->input_needs_grad.push_back(needs);
     node->next.push_back(needs ? gradient_edge(t) : Edge{});
@@ -79,6 +184,14 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   }
   node->saved = a;
   node->inputs = std::move(inputs);
+  if (info.flags & ops::MUTATES) {
+    // self's grad_fn becomes this node: saving self itself would make a cycle that is never freed
+    // when this node never runs (a write into a view whose base carries on the history).
+    Tensor alias = node->inputs[0].detach();
+    for (ops::Arg& arg : node->saved.v)
+      if (auto* t = std::get_if<Tensor>(&arg); t && t->is_same(node->inputs[0])) *t = alias;
+    node->inputs[0] = alias;
+  }
   for (const Tensor& t : node->inputs) node->saved_versions.push_back(t.impl()->storage->version);
   node->seq = g_seq++;
   node->num_outputs = outs.size();
@@ -89,6 +202,11 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
     AutogradMeta& m = outs[i].impl()->autograd_meta();
     m.grad_fn = node;
     m.output_nr = uint32_t(i);
+  }
+  if (info.kind == ops::OpKind::VIEW) note_view(a.tensor(0), outs.at(0));
+  if (info.flags & ops::MUTATES) {
+    rebase_view_base(a.tensor(0), a.tensor(1));
+    note_history_set(a.tensor(0));
   }
   return outs;
 }
@@ -106,7 +224,9 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   KILN_CHECK_HINT(!released, "pass retain_graph=true to the first backward() if you need to call it twice",
                   "trying to backward through the graph a second time (", name(),
                   "): its saved tensors were freed after the first backward");
-  for (size_t i = 0; i < saved_versions.size() && !(ops::op_info(saved.op).flags & ops::MUTATES); ++i) {
+  // A view's derivative reads only its input's geometry, which in-place writes keep.
+  const bool values_used = !(ops::op_info(saved.op).flags & ops::MUTATES) && ops::op_info(saved.op).kind != ops::OpKind::VIEW;
+  for (size_t i = 0; i < saved_versions.size() && values_used; ++i) {
     const Tensor& t = inputs[i];
     KILN_CHECK_HINT(t.impl()->storage->version == saved_versions[i],
                     "clone() the tensor before modifying it in place, or modify it after backward()",

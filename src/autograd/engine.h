@@ -62,6 +62,9 @@ struct AutogradMeta {
   uint32_t output_nr = 0;
   std::weak_ptr<AccumulateGrad> accumulator;
   std::vector<Hook> leaf_hooks;  // hooks registered before an accumulator existed
+  Tensor view_base;  // a view's base (the start of its chain of views): in-place writes into the view rebase it
+  uint64_t view_version = 0;  // the storage version its history is up to date with (a view's history goes stale
+                              // when the storage is written through the base or another view)
 };
 
 bool any_requires_grad(const ops::Args& a);
@@ -79,6 +82,8 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
 void save_before_overwrite(const Tensor& self, const Tensor& result);
 // Before self is written in place: the node that produced self keeps a copy of its saved output.
 void before_inplace_write(const Tensor& self);
+// Records that `view` (the output of a view op, made with grad mode on) is a view of `base`.
+void note_view(const Tensor& base, const Tensor& view);
 
 // Reduces a gradient of a broadcast result back to the shape of the operand that was broadcast.
 Tensor sum_to(const Tensor& grad, const SymShape& shape);

@@ -57,8 +57,10 @@ KILN_DECOMP(arange) {
   KILN_CHECK(step.to_double() != 0, "arange: step must be nonzero");
   const bool any_float = start.is_float() || end.is_float() || step.is_float();
   DType dt = a.opt_dtype(3).value_or(any_float ? default_float_dtype() : kInt64);
-  double n = std::ceil((end.to_double() - start.to_double()) / step.to_double());
-  KILN_CHECK_HINT(n >= 0, "the sign of step must take start towards end", "arange: upper bound and larger bound inconsistent with step sign (start ",
+  const double n = std::ceil((end.to_double() - start.to_double()) / step.to_double());
+  // The sign test, not n >= 0: ceil rounds a small wrong-way range (arange(-0.5)) up to 0.
+  const bool toward = step.to_double() > 0 ? end.to_double() >= start.to_double() : end.to_double() <= start.to_double();
+  KILN_CHECK_HINT(toward, "the sign of step must take start towards end", "arange: upper bound and larger bound inconsistent with step sign (start ",
                   start, ", end ", end, ", step ", step, ")");
   return {iota(int64_t(n), start, step, dt, a.opt_device(4))};
 }

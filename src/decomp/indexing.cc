@@ -130,14 +130,16 @@ KILN_DECOMP(take_along_dim) {
   return {gather(xs == xt ? x : expand(x, xt), d, is == it ? idx : expand(idx, it))};
 }
 
-// Source positions of a padded dim of size n: j in [-l, n + r) mapped by the mode.
+// Source positions of a padded dim of size n: j in [-l, n + r) mapped by the mode. Circular, as
+// PyTorch: negative pads crop first, and positive pads wrap around the cropped range [lo, hi).
 std::vector<int64_t> pad_positions(int64_t n, int64_t l, int64_t r, const std::string& mode) {
+  const int64_t lo = std::max<int64_t>(-l, 0), m = n - std::max<int64_t>(-r, 0) - lo;
   std::vector<int64_t> out;
   for (int64_t j = -l; j < n + r; ++j) {
     int64_t i = j;
     if (mode == "reflect") i = j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
     else if (mode == "replicate") i = std::clamp<int64_t>(j, 0, n - 1);
-    else i = ((j % n) + n) % n;  // circular
+    else i = lo + (((j - lo) % m) + m) % m;  // circular
     out.push_back(i);
   }
   return out;
@@ -162,9 +164,11 @@ KILN_DECOMP(pad) {
     KILN_CHECK(n + l + rr >= 0, "pad: the padded size of dim ", d, " would be negative");
     if (mode == "reflect")
       KILN_CHECK(l < n && rr < n, "pad: reflect padding (", l, ", ", rr, ") must be smaller than the dim size ", n);
-    else if (mode == "circular")
-      KILN_CHECK(l <= n && rr <= n, "pad: circular padding (", l, ", ", rr, ") must be at most the dim size ", n);
-    else
+    else if (mode == "circular") {
+      const int64_t m = n + std::min<int64_t>(l, 0) + std::min<int64_t>(rr, 0);  // wraps at most once around it
+      KILN_CHECK(l <= m && rr <= m, "pad: circular padding (", l, ", ", rr, ") must be at most the size ", m,
+                 " of dim ", d, " after cropping");
+    } else
       KILN_CHECK(n > 0 || n + l + rr == 0, "pad: cannot replicate-pad an empty dim");
     r = index_select(r, d, tensor(pad_positions(n, l, rr, mode)));
   }

@@ -173,7 +173,11 @@ KILN_DECOMP(chunk) {
   const int64_t d = ops::wrap_dim(a.i64(2), x.dim());
   const SymInt n = x.sym_size(d);
   const SymInt step = floordiv(n + chunks - 1, SymInt(chunks));
-  if (step == 0) return {slice(x, d, 0, 0)};
+  if (step == 0) {  // an empty dim: `chunks` empty pieces, as PyTorch
+    std::vector<Tensor> out;
+    for (int64_t i = 0; i < chunks; ++i) out.push_back(slice(x, d, 0, 0));
+    return out;
+  }
   return split(x, step, d);
 }
 

@@ -94,6 +94,8 @@ std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
       outs = call_backend(a);
     } else {
       outs = call_backend(a);
+      // In-place writes into the view with grad mode on must reach the base (autograd rebases it).
+      if (info.kind == OpKind::VIEW && is_grad_enabled()) autograd::note_view(a.tensor(0), outs.at(0));
     }
     if (info.flags & MUTATES) a.tensor(0).impl()->storage->version++;
     return outs;

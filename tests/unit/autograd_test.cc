@@ -109,6 +109,46 @@ TEST(Autograd, InPlaceOnANonLeafRebasesHistory) {
   EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{4, 8}));
 }
 
+TEST(Autograd, InPlaceIntoAViewRebasesTheBase) {
+  // d = 2x; d[1] *= s; d[:, 0] = 3s': the base's gradient reaches s, s' and x where not overwritten.
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}).view({3, 2}).requires_grad_();
+  Tensor s = tensor<double>({7, 8}).requires_grad_();
+  Tensor s2 = tensor<double>({9, 10, 11}).requires_grad_();
+  Tensor d = x * 2.0;
+  d.select(0, 1).mul_(s);
+  copy_(d.transpose(0, 1).select(0, 0), s2 * 3.0);
+  Tensor w = tensor<double>({1, 2, 3, 4, 5, 6}).view({3, 2});
+  TensorList g = grad({(d * w).sum()}, {x, s, s2});
+  // d = [[3*s2_0, 2*x01], [3*s2_1, 2*x11*s1], [3*s2_2, 2*x21]]
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{0, 4, 0, 2 * 8 * 4, 0, 12}));
+  EXPECT_EQ(g[1].to_vector<double>(), (std::vector<double>{0, 2 * 4 * 4}));  // s_0's product was overwritten
+  EXPECT_EQ(g[2].to_vector<double>(), (std::vector<double>{3, 9, 15}));
+}
+
+TEST(Autograd, AViewTakenBeforeAWriteElsewhereReadsTheNewHistory) {
+  // v = d[:, 0] is taken, then d[1] = s is written: v's second element is s_0 now, in value and gradient.
+  Tensor x = tensor<double>({1, 2, 3, 4}).view({2, 2}).requires_grad_();
+  Tensor s = tensor<double>({5, 6}).requires_grad_();
+  Tensor d = x * 2.0;
+  Tensor v = d.select(1, 0);
+  copy_(d.select(0, 1), s);
+  Tensor y = (v * tensor<double>({10, 100})).sum();  // 10 * 2 x00 + 100 * s0
+  EXPECT_EQ(y.item<double>(), 10 * 2 + 100 * 5);
+  TensorList g = grad({y}, {x, s});
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{20, 0, 0, 0}));
+  EXPECT_EQ(g[1].to_vector<double>(), (std::vector<double>{100, 0}));
+}
+
+TEST(Autograd, InPlaceIntoAViewOfALeafThatRequiresGradIsAnError) {
+  Tensor x = zeros({2, 2}).requires_grad_();
+  EXPECT_THROW(x.select(0, 0).add_(1.0), Error);
+  Tensor b = zeros({2, 2});  // a base without grad gets a history from the written source
+  Tensor s = ones({2}).requires_grad_();
+  copy_(b.select(0, 1), s);
+  EXPECT_TRUE(b.requires_grad());
+  EXPECT_EQ(grad({(b * 3.0).sum()}, {s})[0].to_vector<float>(), (std::vector<float>{3, 3}));
+}
+
 TEST(Autograd, IntegerTensorsCannotRequireGrad) {
   EXPECT_THROW(zeros({2}, kInt64).requires_grad_(), Error);
 }

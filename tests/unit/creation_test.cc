@@ -73,6 +73,7 @@ TEST(Creation, IotaAndArange) {
   EXPECT_EQ(arange(3, 3).numel(), 0);
   EXPECT_THROW(arange(0, 5, 0), Error);
   EXPECT_THROW(arange(5, 0, 1), Error);
+  EXPECT_THROW(arange(0, -0.5, 1), Error);  // ceil(-0.5) is 0, but the sign is still wrong (PyTorch)
 }
 
 TEST(Creation, Linspace) {

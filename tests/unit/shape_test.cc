@@ -154,6 +154,11 @@ TEST(Shape, SplitChunk) {
   EXPECT_THROW(x.split_with_sizes({2, 4}), Error);
   EXPECT_THROW(x.split_with_sizes({8, -1}), Error);
   EXPECT_THROW(x.chunk(0), Error);
+  {  // an empty dim gives `chunks` empty pieces (PyTorch), not one
+    std::vector<Tensor> parts = zeros({0, 2}).chunk(3);
+    ASSERT_EQ(parts.size(), 3u);
+    for (const Tensor& p : parts) EXPECT_EQ(p.sizes(), (Shape{0, 2}));
+  }
   EXPECT_THROW(x.split(2, 2), Error);
   Tensor g = grad_input({5, 4});
   expect_gradcheck([](const TensorList& in) { return in[0].split(2); }, {g}, "split");
@@ -256,14 +261,16 @@ TEST(Shape, PadModes) {
   struct P {
     std::vector<int64_t> pad;
   };
-  auto src_index = [](int64_t j, int64_t n, const std::string& mode) -> int64_t {
+  // Circular as PyTorch: negative pads crop first; positive ones wrap around what is left [lo, n - hi_crop).
+  auto src_index = [](int64_t j, int64_t n, int64_t l, int64_t r, const std::string& mode) -> int64_t {
     if (mode == "reflect") return j < 0 ? -j : j >= n ? 2 * (n - 1) - j : j;
     if (mode == "replicate") return std::clamp<int64_t>(j, 0, n - 1);
-    return ((j % n) + n) % n;
+    const int64_t lo = l < 0 ? -l : 0, m = n - (r < 0 ? -r : 0) - lo;
+    return lo + (((j - lo) % m) + m) % m;
   };
   for (const std::string mode : {"constant", "reflect", "replicate", "circular"})
     for (const char* layout : kLayouts)
-      for (const auto& pad : std::vector<std::vector<int64_t>>{{1, 2}, {2, 0, 1, 1}, {3, 3}, {0, 0, 2, 2}, {-1, 2}}) {
+      for (const auto& pad : std::vector<std::vector<int64_t>>{{1, 2}, {2, 0, 1, 1}, {3, 3}, {0, 0, 2, 2}, {-1, 2}, {2, -1, -1, 1}}) {
         std::vector<double> xv;
         Tensor x = random_tensor(xs, kFloat32, &xv, layout);
         Tensor out = mode == "constant" ? kiln::pad(x, pad, mode, 1.5) : kiln::pad(x, pad, mode);
@@ -278,7 +285,7 @@ TEST(Shape, PadModes) {
             const size_t d = 2 - i;
             int64_t j = c[d] - pad[2 * i];
             if (mode == "constant") inside = inside && j >= 0 && j < xs[d];
-            else j = src_index(j, xs[d], mode);
+            else j = src_index(j, xs[d], pad[2 * i], pad[2 * i + 1], mode);
             c[d] = j;
           }
           ref.push_back(inside ? xv[size_t(ravel(c, xs))] : 1.5);
@@ -288,6 +295,7 @@ TEST(Shape, PadModes) {
   Tensor x = zeros({2, 3});
   EXPECT_THROW(kiln::pad(x, {3, 0}, "reflect"), Error);  // must be < size
   EXPECT_THROW(kiln::pad(x, {4, 0}, "circular"), Error);
+  EXPECT_THROW(kiln::pad(x, {-1, 3}, "circular"), Error);  // wraps twice around the 2 left after cropping
   EXPECT_THROW(kiln::pad(x, {1, 0}, "wrap"), Error);
   EXPECT_THROW(kiln::pad(x, {1}, "reflect"), Error);
   EXPECT_THROW(kiln::pad(x, {1, 1, 1, 1, 1, 1}, "replicate"), Error);
