@@ -202,7 +202,7 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [kiln.Tensor of size {'x'.join(map(str, p.shape))}]"
+        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
                          for k, p in self._parameters.items())
 
 

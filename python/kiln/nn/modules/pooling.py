@@ -4,6 +4,8 @@ from ..module import Module
 
 
 class _Pool(Module):
+    _shown = ()  # attributes torch's repr shows after kernel_size, stride, padding
+
     def __init__(self, kernel_size, stride=None, padding=0, **extra):
         super().__init__()
         self.kernel_size = kernel_size
@@ -11,14 +13,15 @@ class _Pool(Module):
         self.padding = padding
         for k, v in extra.items():
             setattr(self, k, v)
-        self._extra = list(extra)
 
     def extra_repr(self):
         s = f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
-        return s + "".join(f", {k}={getattr(self, k)}" for k in self._extra)
+        return s + "".join(f", {k}={getattr(self, k)}" for k in self._shown)
 
 
 class MaxPool1d(_Pool):
+    _shown = ("dilation", "ceil_mode")
+
     def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
         if return_indices:
             raise NotImplementedError("MaxPool1d: return_indices is not supported")
