@@ -21,4 +21,9 @@ from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
 from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel
 from . import autograd, nn, optim  # noqa: E402
 
+# Public types report themselves as kiln.X (reprs, help(), pickling names), not kiln._C.X.
+for _t in (Tensor, dtype, device):
+    _t.__module__ = "kiln"
+del _t
+
 __version__ = "0.1.0"

@@ -480,3 +480,5 @@ def test_repr_matches_torch():
         assert repr(make(knn)) == repr(make(torch.nn))
     assert repr(knn.Parameter(kiln.zeros(2))).startswith("Parameter containing:\ntensor(")
     assert knn.Linear.__module__ == "kiln.nn" and repr(type(knn.Linear(1, 1))) == "<class 'kiln.nn.Linear'>"
+    assert repr(type(kiln.zeros(1))) == "<class 'kiln.Tensor'>" and repr(type(kiln.float32)) == "<class 'kiln.dtype'>"
+    assert repr(knn.Parameter) == "<class 'kiln.nn.Parameter'>" and kiln.optim.AdamW.__module__ == "kiln.optim"
