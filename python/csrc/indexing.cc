@@ -59,6 +59,16 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       d++;
       continue;
     }
+    // Python ints first: is_advanced's __array__ lookup is a failed attribute search for them.
+    if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !is_advanced(h))) {
+      nb::object i = nb::steal(PyNumber_Index(h.ptr()));
+      if (!i.is_valid()) throw nb::python_error();
+      int64_t v = nb::cast<int64_t>(i);
+      int64_t n = r.view.size(d);
+      KILN_CHECK(v >= -n && v < n, "index ", v, " is out of bounds for dimension ", d, " with size ", n);
+      r.view = kiln::select(r.view, d, v);
+      continue;
+    }
     if (is_advanced(h)) {
       Tensor t = as_tensor(h) ? *as_tensor(h) : tensor_from_data(h, std::nullopt);
       KILN_CHECK_HINT(t.dtype() == kBool || is_integral(t.dtype()), "index with integer or boolean tensors",
@@ -75,15 +85,6 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       r.adv[d] = t;
       r.any_adv = true;
       d += t.dtype() == kBool ? t.dim() : 1;
-      continue;
-    }
-    if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
-      nb::object i = nb::steal(PyNumber_Index(h.ptr()));
-      if (!i.is_valid()) throw nb::python_error();
-      int64_t v = nb::cast<int64_t>(i);
-      int64_t n = r.view.size(d);
-      KILN_CHECK(v >= -n && v < n, "index ", v, " is out of bounds for dimension ", d, " with size ", n);
-      r.view = kiln::select(r.view, d, v);
       continue;
     }
     throw nb::type_error(("only integers, slices, None, ..., and integer or boolean tensors are valid indices, not " +
