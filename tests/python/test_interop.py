@@ -116,3 +116,15 @@ def test_tensor_copies_from_numpy_and_torch():
     a[0] = 9.0
     assert k.tolist() == [1.0, 1.0, 1.0]
     assert kiln.tensor(torch.tensor([1.0, 2.0])).tolist() == [1.0, 2.0]
+
+
+@pytest.mark.parametrize("rtol,atol,equal_nan", [(1e-5, 1e-8, False), (1e-2, 0.0, False), (0.0, 0.5, True)])
+def test_isclose_allclose_equal_match_torch(rtol, atol, equal_nan):
+    a = np.array([1.0, 2.0, np.inf, -np.inf, np.nan, 0.0, 100.0], dtype=np.float32)
+    b = np.array([1.0 + 1e-6, 2.01, np.inf, np.inf, np.nan, 0.4, 100.5], dtype=np.float32)
+    k = kiln.isclose(kiln.tensor(a), kiln.tensor(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    t = torch.isclose(torch.tensor(a), torch.tensor(b), rtol=rtol, atol=atol, equal_nan=equal_nan)
+    assert k.tolist() == t.tolist()
+    assert kiln.allclose(kiln.tensor(a[:2]), kiln.tensor(b[:2]), rtol, atol) == \
+        torch.allclose(torch.tensor(a[:2]), torch.tensor(b[:2]), rtol, atol)
+    assert kiln.equal(kiln.tensor(a[:2]), kiln.tensor(a[:2])) and not kiln.equal(kiln.tensor(a[:2]), kiln.tensor(a[:1]))
