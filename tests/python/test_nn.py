@@ -440,6 +440,11 @@ def test_to_dtype_keeps_parameter_identity():
     assert w.dtype == kiln.bfloat16
     with pytest.raises(TypeError, match="floating point"):
         km.to(kiln.int32)
+    km.to("cpu", dtype=kiln.float32)
+    assert w.dtype == kiln.float32
+    with pytest.raises(kiln.Error, match="cuda"):
+        km.to("cuda")
+    assert w.dtype == kiln.float32  # a failed move changes nothing
 
 
 def test_sequential_and_containers_behave_like_torch():

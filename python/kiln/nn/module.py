@@ -306,19 +306,28 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """to(dtype) or to(device): floating-point parameters and buffers take a floating dtype."""
+        """to(dtype), to(device), to(device, dtype) or to(tensor): floating-point parameters and
+        buffers take a floating dtype; a device kiln's build lacks raises kiln.Error."""
         dtype = kwargs.pop("dtype", None)
-        kwargs.pop("device", None)
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
             if isinstance(a, _C.dtype):
                 dtype = a
             elif isinstance(a, _C.Tensor):
-                dtype = a.dtype
-        if dtype is None:
-            return self
-        if not dtype.is_floating_point:
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (str, _C.device)):
+                device = a
+            else:
+                raise TypeError(f"to() expected a dtype, a device or a Tensor, got {type(a).__name__}")
+        if dtype is not None and not dtype.is_floating_point:
             raise TypeError(f"nn.Module.to only accepts floating point dtypes, but got desired dtype={dtype}")
-        return self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        if device is not None and str(device) != "cpu":
+            self._apply(lambda t: t.to(device))
+        if dtype is not None:
+            self._apply(lambda t: t.to(dtype) if t.is_floating_point() else t)
+        return self
 
     def float(self):
         return self.to(_C.float32)
@@ -333,7 +342,7 @@ class Module:
         return self.to(_C.float16)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     # --- printing -----------------------------------------------------------------------------
     def extra_repr(self):
