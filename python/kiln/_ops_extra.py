@@ -78,3 +78,17 @@ def equal(input, other):
 _C.Tensor.isclose = isclose
 _C.Tensor.allclose = allclose
 _C.Tensor.equal = equal
+
+
+def _deepcopy(self, memo):
+    """copy.deepcopy of a leaf tensor: a detached clone with the same requires_grad (as torch)."""
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support deepcopy; "
+                           "detach() first")
+    out = self.detach().clone()
+    out.requires_grad_(self.requires_grad)
+    memo[id(self)] = out
+    return out
+
+
+_C.Tensor.__deepcopy__ = _deepcopy

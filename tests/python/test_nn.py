@@ -487,3 +487,17 @@ def test_repr_matches_torch():
     assert knn.Linear.__module__ == "kiln.nn" and repr(type(knn.Linear(1, 1))) == "<class 'kiln.nn.Linear'>"
     assert repr(type(kiln.zeros(1))) == "<class 'kiln.Tensor'>" and repr(type(kiln.float32)) == "<class 'kiln.dtype'>"
     assert repr(knn.Parameter) == "<class 'kiln.nn.Parameter'>" and kiln.optim.AdamW.__module__ == "kiln.optim"
+
+
+def test_deepcopy_like_torch():
+    import copy
+    for nn, lib in ((knn, kiln), (torch.nn, torch)):
+        m = nn.Sequential(nn.Linear(2, 2), nn.Linear(2, 2))
+        m[1].weight = m[0].weight
+        m2 = copy.deepcopy(m)
+        assert m2[0].weight is not m[0].weight and isinstance(m2[0].weight, nn.Parameter)
+        assert m2[1].weight is m2[0].weight  # ties survive
+        assert m2[0].weight.data_ptr() != m[0].weight.data_ptr() and m2[0].weight.requires_grad
+        assert [n for n, _ in m2.named_parameters()] == [n for n, _ in m.named_parameters()]
+    with pytest.raises(RuntimeError, match="graph leaves"):
+        copy.deepcopy(kiln.ones(2, requires_grad=True) * 2)

@@ -17,8 +17,10 @@ class Parameter(_C.Tensor):
     def __repr__(self):
         return "Parameter containing:\n" + super().__repr__()
 
-    def __reduce_ex__(self, proto):
-        raise TypeError("Parameter cannot be pickled; use kiln.save(module.state_dict(), path)")
+    def __deepcopy__(self, memo):
+        out = Parameter(self.detach().clone(), self.requires_grad)
+        memo[id(self)] = out
+        return out
 
 
 class Buffer:
