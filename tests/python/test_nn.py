@@ -501,3 +501,55 @@ def test_deepcopy_like_torch():
         assert [n for n, _ in m2.named_parameters()] == [n for n, _ in m.named_parameters()]
     with pytest.raises(RuntimeError, match="graph leaves"):
         copy.deepcopy(kiln.ones(2, requires_grad=True) * 2)
+
+
+# Functional wrappers not reached through a layer above: the same call (torch's argument
+# positions and keywords) on both libraries, forward and input gradients.
+FUNCTIONAL = [
+    ("relu6", lambda F, x: F.relu6(x * 4)),
+    ("hardtanh", lambda F, x: F.hardtanh(x, -0.5, 0.7)),
+    ("hardsigmoid", lambda F, x: F.hardsigmoid(x * 3)),
+    ("leaky_relu", lambda F, x: F.leaky_relu(x, 0.3)),
+    ("silu", lambda F, x: F.silu(x)),
+    ("sigmoid-tanh", lambda F, x: F.sigmoid(x) + F.tanh(x)),
+    ("rms_norm-noweight", lambda F, x: F.rms_norm(x, (5,))),
+    ("layer_norm", lambda F, x: F.layer_norm(x, [4, 5], eps=1e-3)),
+    ("group_norm", lambda F, x: F.group_norm(x, 2)),
+    ("instance_norm", lambda F, x: F.instance_norm(x)),
+    ("avg_pool1d", lambda F, x: F.avg_pool1d(x, 2, 1, 1, count_include_pad=False)),
+    ("max_pool1d", lambda F, x: F.max_pool1d(x, 3, stride=1, padding=1)),
+    ("cosine_similarity", lambda F, x: F.cosine_similarity(x, x.flip(0), dim=1)),
+    ("normalize", lambda F, x: F.normalize(x, p=1.0, dim=-1)),
+    ("pad-2d", lambda F, x: F.pad(x, (1, 0, 2, 1), value=0.5)),
+    ("dropout-eval", lambda F, x: F.dropout(x, 0.9, False)),
+    ("softmax-dtype", lambda F, x: F.softmax(x, 1, dtype=x.dtype)),
+]
+
+
+@pytest.mark.parametrize("name,call", FUNCTIONAL, ids=[c[0] for c in FUNCTIONAL])
+def test_functional_matches_torch(name, call):
+    a = randn(2, 4, 5, seed=3)
+    tx, kx = torch.tensor(a, requires_grad=True), kiln.tensor(a, requires_grad=True)
+    tout, kout = call(torch.nn.functional, tx), call(KF, kx)
+    close(kout, tout)
+    w = randn(*tout.shape, seed=4)
+    (tout * torch.tensor(w)).sum().backward()
+    (kout * kiln.tensor(w)).sum().backward()
+    close(kx.grad, tx.grad)
+
+
+def test_functional_unfold_fold_one_hot_conv3d():
+    x = randn(1, 2, 5, 6)
+    tx, kx = torch.tensor(x), kiln.tensor(x)
+    close(KF.unfold(kx, (2, 3), padding=1, stride=2), torch.nn.functional.unfold(tx, (2, 3), padding=1, stride=2))
+    cols = torch.nn.functional.unfold(tx, 2)
+    close(KF.fold(to_kiln(cols), (5, 6), 2), torch.nn.functional.fold(cols, (5, 6), 2))
+    idx = np.array([0, 3, 1])
+    assert KF.one_hot(kiln.tensor(idx), 5).tolist() == torch.nn.functional.one_hot(torch.tensor(idx), 5).tolist()
+    v, w = randn(1, 2, 4, 4, 4), randn(3, 2, 2, 2, 2, seed=1)
+    close(KF.conv3d(kiln.tensor(v), kiln.tensor(w), stride=2),
+          torch.nn.functional.conv3d(torch.tensor(v), torch.tensor(w), stride=2))
+    with pytest.raises(TypeError, match="dim must be given"):
+        KF.softmax(kx)
+    with pytest.raises(ValueError, match="between 0 and 1"):
+        KF.dropout(kx, 1.5)
