@@ -1,10 +1,13 @@
 """nn.Module with torch.nn.Module's semantics: attribute assignment registers parameters,
 submodules and buffers; state_dict keys are dotted paths."""
-from collections import OrderedDict
+from collections import OrderedDict, namedtuple
 
 from .. import _C
 from .._grad_mode import no_grad
 from .parameter import Buffer, Parameter
+
+
+_IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
 def _addindent(text, spaces):
@@ -254,8 +257,7 @@ class Module:
                         target.data = src
                     else:
                         target.copy_(src)
-        from collections import namedtuple
-        return namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])(missing, unexpected)
+        return _IncompatibleKeys(missing, unexpected)
 
     # --- modes and conversions --------------------------------------------------------------------
     def train(self, mode=True):

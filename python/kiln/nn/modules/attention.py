@@ -106,6 +106,3 @@ class MultiheadAttention(Module):
             kp = self._additive(key_padding_mask, dtype).reshape(N, 1, 1, S)
             mask = kp if mask is None else mask + kp
         return mask
-
-    def extra_repr(self):
-        return ""

@@ -2,6 +2,7 @@
 import math
 
 from ... import _C
+from ..._grad_mode import no_grad
 from .. import functional as F
 from .. import init
 from ..module import Module
@@ -74,7 +75,7 @@ class Embedding(Module):
     def reset_parameters(self):
         init.normal_(self.weight)
         if self.padding_idx is not None:
-            with _no_grad():
+            with no_grad():
                 self.weight[self.padding_idx] = 0.0
 
     def forward(self, input):
@@ -116,8 +117,3 @@ class Unflatten(Module):
 
     def extra_repr(self):
         return f"dim={self.dim}, unflattened_size={self.unflattened_size}"
-
-
-def _no_grad():
-    from ..._grad_mode import no_grad
-    return no_grad()
