@@ -553,3 +553,20 @@ def test_functional_unfold_fold_one_hot_conv3d():
         KF.softmax(kx)
     with pytest.raises(ValueError, match="between 0 and 1"):
         KF.dropout(kx, 1.5)
+
+
+def test_forward_hooks_like_torch():
+    for nn, lib in ((knn, kiln), (torch.nn, torch)):
+        m = nn.Sequential(nn.Linear(3, 2), nn.ReLU())
+        seen = []
+        h1 = m[0].register_forward_pre_hook(lambda mod, args: (args[0] * 0,))
+        h2 = m[0].register_forward_hook(lambda mod, args, out: seen.append(tuple(out.shape)) or out + 1)
+        out = m(lib.ones(4, 3))
+        assert seen == [(4, 2)]
+        # input zeroed by the pre-hook, then +1 on the linear output: relu(bias + 1)
+        np.testing.assert_allclose(out.detach().numpy(), np.maximum(m[0].bias.detach().numpy() + 1, 0)[None].repeat(4, 0),
+                                   rtol=1e-6)
+        h1.remove()
+        h2.remove()
+        m(lib.ones(1, 3))
+        assert seen == [(4, 2)]

@@ -7,6 +7,24 @@ from .._grad_mode import no_grad
 from .parameter import Buffer, Parameter
 
 
+class _HookHandle:
+    _next_id = 0
+
+    def __init__(self, hooks, hook):
+        self._hooks, self.id = hooks, _HookHandle._next_id
+        _HookHandle._next_id += 1
+        hooks[self.id] = hook
+
+    def remove(self):
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.remove()
+
+
 _IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
 
@@ -32,12 +50,34 @@ class Module:
         d["_buffers"] = OrderedDict()
         d["_non_persistent_buffers"] = set()
         d["_modules"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"Module [{type(self).__name__}] is missing the required \"forward\" function")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        d = self.__dict__
+        if not d["_forward_pre_hooks"] and not d["_forward_hooks"]:
+            return self.forward(*args, **kwargs)
+        for hook in list(d["_forward_pre_hooks"].values()):
+            r = hook(self, args)
+            if r is not None:
+                args = r if isinstance(r, tuple) else (r,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(d["_forward_hooks"].values()):
+            r = hook(self, args, out)
+            if r is not None:
+                out = r
+        return out
+
+    def register_forward_pre_hook(self, hook):
+        """hook(module, args) -> None or new args, called before forward; returns a handle with remove()."""
+        return _HookHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook):
+        """hook(module, args, output) -> None or a new output, called after forward."""
+        return _HookHandle(self._forward_hooks, hook)
 
     # --- registration -------------------------------------------------------------------------
     def _check_init(self):
