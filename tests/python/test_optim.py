@@ -240,3 +240,44 @@ def test_scheduler_on_adamw_with_two_groups():
         ts.step()
         np.testing.assert_allclose(ks.get_last_lr(), ts.get_last_lr(), rtol=1e-12, atol=1e-15)
         assert_same(kp, tp)
+
+
+class HeavyBall(kiln.optim.Optimizer):
+    """A custom optimizer written in Python, as users write them for torch: SGD with momentum."""
+
+    def __init__(self, params, lr=0.1, momentum=0.9):
+        super().__init__(params, dict(lr=lr, momentum=momentum))
+
+    @kiln.no_grad()
+    def step(self, closure=None):
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                state = self.state[p]
+                if "buf" not in state:
+                    state["buf"] = p.grad.clone()
+                else:
+                    state["buf"].mul_(group["momentum"]).add_(p.grad)
+                p.sub_(group["lr"] * state["buf"])
+
+
+def test_custom_python_optimizer_with_scheduler_matches_torch_sgd():
+    kp, tp = pair_params()
+    ko = HeavyBall(kp, lr=0.05, momentum=0.9)
+    to = torch.optim.SGD(tp, lr=0.05, momentum=0.9)
+    ks = kiln.optim.lr_scheduler.StepLR(ko, 2, 0.5)
+    ts = torch.optim.lr_scheduler.StepLR(to, 2, 0.5)
+    for step in range(6):
+        set_grads(kp, tp, step)
+        ko.step()
+        to.step()
+        ks.step()
+        ts.step()
+        assert_same(kp, tp)
+    sd = ko.state_dict()
+    assert sorted(sd["state"]) == [0, 1, 2] and "buf" in sd["state"][0]
+    ko.zero_grad()
+    assert all(p.grad is None for p in kp)
+    with pytest.raises(NotImplementedError):
+        kiln.optim.Optimizer(kp, dict(lr=0.1)).step()

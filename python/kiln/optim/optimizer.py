@@ -1,5 +1,7 @@
 """optim.Optimizer: torch's param_groups (a list of dicts whose options may be changed between
 steps) over kiln's C++ optimizers (kiln._C._Optimizer), which do the updates."""
+from collections import defaultdict
+
 from .. import _C
 from .._grad_mode import enable_grad
 
@@ -13,6 +15,10 @@ required = _Required()
 
 
 class Optimizer:
+    """Base of kiln's optimizers. Subclasses either name a C++ optimizer in _kind, or (a custom
+    optimizer, as in torch) leave _kind None and implement step() over self.param_groups,
+    keeping per-parameter state in self.state[p]."""
+
     _kind = None  # "sgd", "adam", "adamw": the C++ optimizer behind it
 
     def __init__(self, params, defaults):
@@ -29,7 +35,8 @@ class Optimizer:
         for g in groups:
             self.param_groups.append(self._filled(g))
         self._check_disjoint()
-        self._impl = _C._Optimizer(self._kind, self.param_groups)
+        self._impl = _C._Optimizer(self._kind, self.param_groups) if self._kind else None
+        self._py_state = defaultdict(dict)  # custom (Python) optimizers only
 
     def _filled(self, group):
         if not isinstance(group, dict):
@@ -66,12 +73,15 @@ class Optimizer:
         self.param_groups.append(g)
         try:
             self._check_disjoint()
-            self._impl.add_param_group(g)
+            if self._impl is not None:
+                self._impl.add_param_group(g)
         except Exception:
             self.param_groups.pop()
             raise
 
     def _push_options(self):
+        if self._impl is None:
+            return
         for i, g in enumerate(self.param_groups):
             self._validate(g)
             self._impl.configure(i, g)
@@ -79,6 +89,8 @@ class Optimizer:
     def step(self, closure=None):
         """One update of every parameter that has a grad, with the groups' current options.
         With a closure, re-evaluates the loss first (grad enabled) and returns it."""
+        if self._impl is None:
+            raise NotImplementedError(f"{type(self).__name__} must implement step()")
         loss = None
         if closure is not None:
             with enable_grad():
@@ -88,7 +100,15 @@ class Optimizer:
         return loss
 
     def zero_grad(self, set_to_none=True):
-        self._impl.zero_grad(set_to_none)
+        if self._impl is not None:
+            self._impl.zero_grad(set_to_none)
+            return
+        for p in self._all_params():
+            if p.grad is not None:
+                if set_to_none:
+                    p.grad = None
+                else:
+                    p.grad.zero_()
 
     def _all_params(self):
         return [p for g in self.param_groups for p in g["params"]]
@@ -96,6 +116,8 @@ class Optimizer:
     @property
     def state(self):
         """Per-parameter state (step, exp_avg, momentum_buffer, ...), keyed by the parameter."""
+        if self._impl is None:
+            return self._py_state
         out = {}
         for i, p in enumerate(self._all_params()):
             s = self._impl.state(i)
@@ -107,10 +129,10 @@ class Optimizer:
         """torch's layout: {'state': {index: {name: Tensor}}, 'param_groups': [options + 'params'
         as indices]}."""
         state = {}
-        for i in range(len(self._all_params())):
-            s = self._impl.state(i)
+        for i, p in enumerate(self._all_params()):
+            s = self._impl.state(i) if self._impl is not None else self._py_state.get(p, {})
             if s:
-                state[i] = {k: v.clone() for k, v in s.items()}
+                state[i] = {k: v.clone() if isinstance(v, _C.Tensor) else v for k, v in s.items()}
         groups, start = [], 0
         for g in self.param_groups:
             d = {k: v for k, v in g.items() if k != "params"}
@@ -129,9 +151,17 @@ class Optimizer:
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group")
+        params = self._all_params()
+        if self._impl is None:
+            self._py_state = defaultdict(dict)
+            for key, st in state_dict["state"].items():
+                self._py_state[params[int(key)]] = {k: v.clone() if isinstance(v, _C.Tensor) else v
+                                                    for k, v in st.items()}
+            for mine, theirs in zip(self.param_groups, groups):
+                mine.update({k: v for k, v in theirs.items() if k != "params"})
+            return
         # The C++ optimizer validates and loads its flat map; options then come from the groups.
         flat = {k: v for k, v in self._impl.state_dict().items() if not k.startswith("state.")}
-        params = self._all_params()
         for key, s in state_dict["state"].items():
             i = int(key)
             if not 0 <= i < len(params):
