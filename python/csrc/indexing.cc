@@ -59,6 +59,20 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       d++;
       continue;
     }
+    // Python ints first: is_advanced's __array__ lookup is a failed attribute search for them.
+    if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !is_advanced(h))) {
+      nb::object i = nb::steal(PyNumber_Index(h.ptr()));
+      if (!i.is_valid()) throw nb::python_error();
+      int64_t v = nb::cast<int64_t>(i);
+      int64_t n = r.view.size(d);
+      // IndexError, as PyTorch: Python's sequence protocol (iteration via __getitem__) relies on it.
+      if (v < -n || v >= n)
+        throw nb::index_error(("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) +
+                               " with size " + std::to_string(n))
+                                  .c_str());
+      r.view = kiln::select(r.view, d, v);
+      continue;
+    }
     if (is_advanced(h)) {
       // An empty list indexes by position (int64), as PyTorch: nothing picked.
       const bool empty_list = PyList_Check(h.ptr()) && PyList_Size(h.ptr()) == 0;
@@ -77,19 +91,6 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
       r.adv[d] = t;
       r.any_adv = true;
       d += t.dtype() == kBool ? t.dim() : 1;
-      continue;
-    }
-    if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
-      nb::object i = nb::steal(PyNumber_Index(h.ptr()));
-      if (!i.is_valid()) throw nb::python_error();
-      int64_t v = nb::cast<int64_t>(i);
-      int64_t n = r.view.size(d);
-      // IndexError, as PyTorch: Python's sequence protocol (iteration via __getitem__) relies on it.
-      if (v < -n || v >= n)
-        throw nb::index_error(("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) +
-                               " with size " + std::to_string(n))
-                                  .c_str());
-      r.view = kiln::select(r.view, d, v);
       continue;
     }
     throw nb::type_error(("only integers, slices, None, ..., and integer or boolean tensors are valid indices, not " +

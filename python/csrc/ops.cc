@@ -24,7 +24,7 @@ struct NoMatch {
 // Binds Python arguments to one schema; self (if given) is the argument named "self".
 std::vector<ops::Arg> bind_args(OpId op, nb::handle self, nb::args args, nb::kwargs kwargs) {
   const ops::Schema& s = ops::op_schema(op);
-  const std::string fn = s.name;
+  const std::string& fn = s.name;  // a reference: no string copy per call
   size_t n = s.args.size();
   std::vector<ops::Arg> out(n);
   std::vector<bool> filled(n, false);

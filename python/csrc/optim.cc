@@ -41,6 +41,7 @@ void set_options(Options& o, nb::handle d) {
 struct PyOptimizer {
   std::unique_ptr<optim::Optimizer> opt;
   std::function<void(size_t, nb::handle)> configure;  // group index, options dict
+  std::function<void(nb::handle)> add_group;           // a group dict with "params"
 };
 
 template <class Opt, class Options>
@@ -61,6 +62,12 @@ PyOptimizer make(nb::list groups) {
     o.check();
     raw->options(g) = o;
   };
+  p.add_group = [raw](nb::handle group) {
+    Options o;
+    set_options(o, group);
+    o.check();
+    raw->add_param_group(params_of(group["params"]), o);
+  };
   return p;
 }
 
@@ -76,6 +83,7 @@ void bind_optim(nb::module_& m) {
         else throw nb::value_error(("unknown optimizer kind " + kind).c_str());
       })
       .def("configure", [](PyOptimizer& p, size_t group, nb::handle options) { p.configure(group, options); })
+      .def("add_param_group", [](PyOptimizer& p, nb::handle group) { p.add_group(group); })
       .def("step", [](PyOptimizer& p) { p.opt->step(); })
       .def("zero_grad", [](PyOptimizer& p, bool set_to_none) { p.opt->zero_grad(set_to_none); },
            nb::arg("set_to_none") = true)

@@ -18,7 +18,12 @@ from ._C._ops import *  # noqa: F401,F403  every op: kiln.add, kiln.matmul, ...
 from ._creation import (zeros, ones, empty, full, rand, randn, randint, randperm, arange, linspace,
                         eye, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like)
 from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
-from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel
+from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel, isclose, allclose, equal
 from . import autograd, nn, optim  # noqa: E402
+
+# Public types report themselves as kiln.X (reprs, help(), pickling names), not kiln._C.X.
+for _t in (Tensor, dtype, device):
+    _t.__module__ = "kiln"
+del _t
 
 __version__ = "0.1.0"

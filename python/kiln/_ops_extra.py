@@ -1,4 +1,6 @@
 """PyTorch signatures that do not map one-to-one onto a single op of ops.def."""
+import builtins
+
 from . import _C
 
 _ops = _C._ops
@@ -52,3 +54,41 @@ _C.Tensor.clamp = clamp
 _C.Tensor.unique = unique
 _C.Tensor.where = lambda self, condition, other: _ops.where(condition, self, other)
 _C.Tensor.type = lambda self, dtype=None: self.dtype if dtype is None else self.to(dtype)
+
+
+def isclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    """|input - other| <= atol + rtol * |other|, elementwise (as torch.isclose)."""
+    # Non-finite values are close only to an equal value (inf - inf would pass the bound).
+    finite = input.isfinite() & other.isfinite()
+    close = (finite & ((input - other).abs() <= atol + rtol * other.abs())) | (input == other)
+    if equal_nan:
+        close = close | (input.isnan() & other.isnan())
+    return close
+
+
+def allclose(input, other, rtol=1e-05, atol=1e-08, equal_nan=False):
+    return builtins.bool(isclose(input, other, rtol, atol, equal_nan).all().item())
+
+
+def equal(input, other):
+    """True if both have the same shape and elements (as torch.equal)."""
+    return tuple(input.shape) == tuple(other.shape) and builtins.bool((input == other).all().item())
+
+
+_C.Tensor.isclose = isclose
+_C.Tensor.allclose = allclose
+_C.Tensor.equal = equal
+
+
+def _deepcopy(self, memo):
+    """copy.deepcopy of a leaf tensor: a detached clone with the same requires_grad (as torch)."""
+    if not self.is_leaf:
+        raise RuntimeError("Only Tensors created explicitly by the user (graph leaves) support deepcopy; "
+                           "detach() first")
+    out = self.detach().clone()
+    out.requires_grad_(self.requires_grad)
+    memo[id(self)] = out
+    return out
+
+
+_C.Tensor.__deepcopy__ = _deepcopy

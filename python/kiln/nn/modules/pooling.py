@@ -1,0 +1,67 @@
+"""MaxPool2d, AvgPool2d, AdaptiveAvgPool2d (and the 1-d pools) with torch's arguments."""
+from .. import functional as F
+from ..module import Module
+
+
+class _Pool(Module):
+    _shown = ()  # attributes torch's repr shows after kernel_size, stride, padding
+
+    def __init__(self, kernel_size, stride=None, padding=0, **extra):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        for k, v in extra.items():
+            setattr(self, k, v)
+
+    def extra_repr(self):
+        s = f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+        return s + "".join(f", {k}={getattr(self, k)}" for k in self._shown)
+
+
+class MaxPool1d(_Pool):
+    _shown = ("dilation", "ceil_mode")
+
+    def __init__(self, kernel_size, stride=None, padding=0, dilation=1, return_indices=False, ceil_mode=False):
+        if return_indices:
+            raise NotImplementedError("MaxPool1d: return_indices is not supported")
+        super().__init__(kernel_size, stride, padding, dilation=dilation, ceil_mode=ceil_mode)
+
+    def forward(self, input):
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+
+class MaxPool2d(MaxPool1d):
+    def forward(self, input):
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode)
+
+
+class AvgPool1d(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+        super().__init__(kernel_size, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+    def forward(self, input):
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+
+class AvgPool2d(_Pool):
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+                 divisor_override=None):
+        if divisor_override is not None:
+            raise NotImplementedError("AvgPool2d: divisor_override is not supported")
+        super().__init__(kernel_size, stride, padding, ceil_mode=ceil_mode, count_include_pad=count_include_pad)
+
+    def forward(self, input):
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode, self.count_include_pad)
+
+
+class AdaptiveAvgPool2d(Module):
+    def __init__(self, output_size):
+        super().__init__()
+        self.output_size = output_size
+
+    def forward(self, input):
+        return F.adaptive_avg_pool2d(input, self.output_size)
+
+    def extra_repr(self):
+        return f"output_size={self.output_size}"
