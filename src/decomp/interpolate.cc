@@ -69,10 +69,13 @@ KILN_DECOMP(interpolate) {
   const int64_t nd = x.dim() - 2;
   KILN_CHECK(nd >= 1 && nd <= 3, "interpolate: expected a 3D, 4D or 5D input, got ", x.dim(), "D");
   KILN_CHECK(is_floating(x.dtype()), "interpolate: expected a floating point input, got ", name(x.dtype()));
-  KILN_CHECK_HINT(mode == "nearest" || mode == "bilinear", "use mode=\"nearest\" or \"bilinear\"",
+  // The (multi)linear modes are one mode per input rank: linear (3D), bilinear (4D), trilinear (5D).
+  const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+  KILN_CHECK_HINT(mode == "nearest" || linear, "use mode=\"nearest\", \"linear\", \"bilinear\" or \"trilinear\"",
                   "interpolate: unsupported mode \"", mode, "\"");
-  const bool linear = mode == "bilinear";
-  KILN_CHECK(!linear || nd == 2, "interpolate: bilinear mode expects a 4D input, got ", x.dim(), "D");
+  const int64_t linear_nd = mode == "linear" ? 1 : mode == "bilinear" ? 2 : 3;
+  KILN_CHECK(!linear || nd == linear_nd, "interpolate: ", mode, " mode expects a ", linear_nd + 2, "D input, got ",
+             x.dim(), "D");
   KILN_CHECK(linear || !has_align, "interpolate: align_corners option can only be set with the interpolating modes: "
              "linear | bilinear | bicubic | trilinear");
   const bool has_size = !a.is_none(1), has_scale = !a.is_none(2);

@@ -92,14 +92,22 @@ KILN_DECOMP(norm) {
   IntList dims = dims_arg(a, 2);
   const bool keepdim = a.b(3);
   Tensor ax = abs(x);
-  if (p == 2) return {sqrt(sum(mul(x, x), dims, keepdim))};
+  // s^(1/p) of a zero s: its derivative is infinite, and inf * 0 would give NaN gradients to a
+  // zero vector, whose (sub)gradient is 0 in PyTorch. The root reads s through a where() that
+  // feeds it 1 there, so no gradient flows into the zero vector.
+  auto root = [&](const Tensor& s, double q) {
+    Tensor zero = eq(s, num(0));
+    Tensor safe = where(zero, num(1), s);
+    return where(zero, num(0), q == 2 ? sqrt(safe) : pow(safe, num(1.0 / q)));
+  };
+  if (p == 2) return {root(sum(mul(x, x), dims, keepdim), 2)};
   if (p == 1) return {sum(ax, dims, keepdim)};
   if (std::isinf(p)) {
     // max/min of |x|; an empty reduction is 0 for inf, like PyTorch's vector_norm.
     return {p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim)};
   }
   if (p == 0) return {sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim)};
-  return {pow(sum(pow(ax, num(p)), dims, keepdim), num(1.0 / p))};
+  return {root(sum(pow(ax, num(p)), dims, keepdim), p)};
 }
 
 // ---------------------------------------------------------------- logsumexp
