@@ -87,7 +87,25 @@ def _sum_tol():
     return {"float32": (2e-2, 1e-4), "bfloat16": (1e-1, 2e-2)}
 
 
-register(OpInfo("sum", _sum_samples, dtypes=FLOATS + INTS, bf16=True, tol=_sum_tol()))
+NAN = float("nan")
+INF = float("inf")
+_NAN_ROWS = [[1.0, NAN, -2.0, 0.5], [-INF, 3.0, INF, 0.0], [0.25, -1.0, 2.0, NAN]]
+
+
+def _with_nans(fn, *extra_args, dim_arg=True):
+    """fn's samples plus rows holding NaN and +-inf (floating dtypes; forward only)."""
+    def samples(dtype):
+        yield from fn(dtype)
+        if _is_float(dtype):
+            x = T((3, 4), values=_NAN_ROWS, requires_grad=False)
+            yield Sample((x,) + ((1,) if dim_arg else ()) + extra_args, name="nan and inf (propagate)")
+            if not dim_arg:
+                yield Sample((T((2, 2), values=[[1.0, -INF], [INF, 0.5]], requires_grad=False),) + extra_args,
+                             name="inf, no nan")
+    return samples
+
+
+register(OpInfo("sum", _with_nans(_sum_samples), dtypes=FLOATS + INTS, bf16=True, tol=_sum_tol()))
 def _torch_prod(x, dim=None, keepdim=False, dtype=None):
     # torch.prod takes one int dim; a list is reduced one dim at a time.
     if dim is None or isinstance(dim, int):
@@ -99,10 +117,10 @@ def _torch_prod(x, dim=None, keepdim=False, dtype=None):
     return x if keepdim else x.squeeze(dims) if dims else x
 
 
-register(OpInfo("prod", _prod_samples, torch_fn=_torch_prod, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("amax", _minmax_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("amin", _minmax_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("mean", _mean_samples, bf16=True, tol=_sum_tol()))
+register(OpInfo("prod", _with_nans(_prod_samples), torch_fn=_torch_prod, dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("amax", _with_nans(_minmax_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("amin", _with_nans(_minmax_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("mean", _with_nans(_mean_samples), bf16=True, tol=_sum_tol()))
 
 
 # ---------------------------------------------------------------- argmax / argmin / max / min
@@ -124,8 +142,8 @@ def _arg_samples(dtype):
                  name="float ties: first index")
 
 
-register(OpInfo("argmax", _arg_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("argmin", _arg_samples, dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("argmax", _with_nans(_arg_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("argmin", _with_nans(_arg_samples), dtypes=FLOATS + INTS, bf16=True))
 
 
 def _max_samples(dtype):
@@ -149,10 +167,10 @@ def _max_dim_samples(dtype):
     yield Sample((T((3, 0), low=lo, high=hi), 0), name="zero-size kept dim")
 
 
-register(OpInfo("max", _max_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("min", _max_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("max_dim", _max_dim_samples, kiln_fn=kiln.max, torch_fn=torch.max, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("min_dim", _max_dim_samples, kiln_fn=kiln.min, torch_fn=torch.min, dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("max", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("min", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("max_dim", _with_nans(_max_dim_samples), kiln_fn=kiln.max, torch_fn=torch.max, dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("min_dim", _with_nans(_max_dim_samples), kiln_fn=kiln.min, torch_fn=torch.min, dtypes=FLOATS + INTS, bf16=True))
 
 
 # ---------------------------------------------------------------- var / std / var_mean
@@ -203,7 +221,7 @@ def _torch_norm(x, p=2, dim=None, keepdim=False):
     return torch.linalg.vector_norm(x, ord=p, dim=dim, keepdim=keepdim)
 
 
-register(OpInfo("norm", _norm_samples, torch_fn=_torch_norm, bf16=True))
+register(OpInfo("norm", _with_nans(_norm_samples), torch_fn=_torch_norm, bf16=True))
 
 
 def _lse_samples(dtype):
@@ -219,7 +237,15 @@ def _lse_samples(dtype):
                  name="-inf entries")
 
 
-register(OpInfo("logsumexp", _lse_samples, bf16=True))
+def _with_nans_lse(fn):
+    def samples(dtype):
+        yield from fn(dtype)
+        yield Sample((T((3, 4), values=_NAN_ROWS, requires_grad=False), [1]), name="nan and inf")
+        yield Sample((T((2, 2), values=[[1.0, INF], [INF, INF]], requires_grad=False), [1]), name="+inf rows")
+    return samples
+
+
+register(OpInfo("logsumexp", _with_nans_lse(_lse_samples), bf16=True))
 
 
 # ---------------------------------------------------------------- all / any / count_nonzero
@@ -320,11 +346,11 @@ def _cummax_samples(dtype):
         yield from _scan_samples(dtype, low=-100000, high=100000)
 
 
-register(OpInfo("cumsum", _cumsum_samples, dtypes=FLOATS + INTS, bf16=True,
+register(OpInfo("cumsum", _with_nans(_cumsum_samples), dtypes=FLOATS + INTS, bf16=True,
                 tol={"float32": (1e-2, 1e-4), "bfloat16": (1e-1, 2e-2)}))
-register(OpInfo("cumprod", _cumprod_samples, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("cummax", _cummax_samples, dtypes=FLOATS + INTS))
-register(OpInfo("cummin", _cummax_samples, dtypes=FLOATS + INTS))
+register(OpInfo("cumprod", _with_nans(_cumprod_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("cummax", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
+register(OpInfo("cummin", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
 
 
 # ---------------------------------------------------------------- sort / topk / argsort
@@ -389,7 +415,7 @@ def _topk_samples(dtype):
     yield Sample((T((0, 3), **kw), 2), name="zero-size")
 
 
-register(OpInfo("topk", _topk_samples, dtypes=FLOATS + INTS))
+register(OpInfo("topk", _with_nans(_topk_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS))
 
 
 def _kth_samples(dtype):
@@ -405,7 +431,7 @@ def _kth_samples(dtype):
     yield Sample((T((3, 0), **kw), 2, 0), name="zero-size kept dim")
 
 
-register(OpInfo("kthvalue", _kth_samples, dtypes=FLOATS + INTS))
+register(OpInfo("kthvalue", _with_nans(_kth_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS))
 
 
 def _median_samples(dtype):
@@ -431,8 +457,8 @@ def _median_dim_samples(dtype):
     yield Sample((T((3, 0), **kw), 0), name="zero-size kept dim")
 
 
-register(OpInfo("median", _median_samples, dtypes=FLOATS + INTS))
-register(OpInfo("median_dim", _median_dim_samples, kiln_fn=kiln.median, torch_fn=torch.median, dtypes=FLOATS + INTS))
+register(OpInfo("median", _with_nans(_median_samples, dim_arg=False), dtypes=FLOATS + INTS))
+register(OpInfo("median_dim", _with_nans(_median_dim_samples), kiln_fn=kiln.median, torch_fn=torch.median, dtypes=FLOATS + INTS))
 
 
 # ---------------------------------------------------------------- searchsorted / bucketize
@@ -502,6 +528,10 @@ def _unique_samples(dtype):
                  {"dim": 1, "return_inverse": True, "return_counts": True}, name="dim 1 (unique columns)")
     yield Sample((T((2, 4), values=[[1, 0, 1, 2], [3, 1, 3, 0]]),),
                  {"dim": -1}, name="negative dim")
+    yield Sample((T((0, 2)),), {"dim": 0, "return_inverse": True, "return_counts": True}, name="dim of size 0")
+    if dtype in ("float32", "float64"):
+        yield Sample((T((6,), values=[1.0, NAN, 1.0, NAN, -0.0, 0.0]),), {"return_inverse": True, "return_counts": True},
+                     name="nan never equal, -0 == 0")
 
 
 register(OpInfo("nonzero", _nonzero_samples, dtypes=("bool",) + FLOATS + INTS))
