@@ -29,6 +29,8 @@ def _softmax_samples(dtype):
         yield Sample((T((3, 4), dtype="float32"), 1, "float64"), name="dtype float64")
     yield Sample((T((2, 3), values=[[float("-inf"), 0.0, 1.0], [2.0, float("-inf"), float("-inf")]],
                     requires_grad=False), 1), name="-inf (masked) entries")
+    yield Sample((T((3, 3), values=[[float("-inf")] * 3, [float("nan"), 0.0, 1.0], [float("inf"), 0.0, 1.0]],
+                    requires_grad=False), 1), name="all -inf, nan, +inf rows")
 
 
 def _torch_softmax(fn):
@@ -213,9 +215,36 @@ def _ce_samples(dtype):
     yield Sample((T((5, 4), layout="transposed"), _class_target((5,), 4)), name="transposed logits")
     yield Sample((T((4, 6), low=-1e3, high=1e3), _class_target((4,), 6)), name="large logits")
     yield Sample((T((0, 4)), _class_target((0,), 4)), {"reduction": "sum"}, name="zero-size batch, sum")
+    yield Sample((T((3, 4)), _class_target((3,), 4, ignore=[0, 1, 2])), name="every target ignored, mean: nan")
+    yield Sample((T((3, 4)), _class_target((3,), 4, ignore=[0, 1, 2]), T((4,), low=0.2, high=2.0, requires_grad=False)),
+                 {"label_smoothing": 0.2}, name="every target ignored, weight, smoothing")
+    # PyTorch differentiates the weight only with probability targets (its class-index kernel refuses).
+    yield Sample((T((4, 5)), T((4, 5), low=0, high=1), T((5,), low=0.2, high=2.0)),
+                 {"label_smoothing": 0.1}, name="probabilities, weight differentiated")
+    for r in REDUCTIONS:
+        yield Sample((T((6, 5)), _class_target((6,), 5, ignore=[2]), T((5,), low=0.2, high=2.0)),
+                     {"label_smoothing": 0.15, "reduction": r}, name=f"class indices, weight differentiated, {r}")
+    yield Sample((T((2, 4, 3)), _class_target((2, 3), 4), T((4,), low=0.2, high=2.0)), name="spatial, weight differentiated")
+    yield Sample((T((3, 4)), _class_target((3,), 4, ignore=[0, 1, 2])), {"reduction": "sum", "label_smoothing": 0.1},
+                 name="every target ignored, sum")
 
 
 def _torch_ce(x, target, weight=None, reduction="mean", ignore_index=-100, label_smoothing=0.0):
+    if weight is not None and weight.requires_grad and not target.is_floating_point():
+        # PyTorch's class-index kernel refuses a differentiable weight: its documented formula,
+        # written with torch ops, differentiates it (kiln's derivative covers the weight).
+        cd = 0 if x.dim() == 1 else 1
+        lp = torch.log_softmax(x, cd)
+        valid = target != ignore_index
+        safe = torch.where(valid, target, 0)
+        picked = lp.gather(cd, safe.unsqueeze(cd)).squeeze(cd)
+        wy = torch.where(valid, weight[safe], 0)
+        shape = [1] * x.dim()
+        shape[cd] = -1
+        smooth = -(lp * weight.reshape(shape)).sum(cd) * valid
+        eps, n = label_smoothing, x.shape[cd]
+        loss = -(1 - eps) * wy * picked + eps / n * smooth
+        return {"none": loss, "sum": loss.sum(), "mean": loss.sum() / wy.sum()}[reduction]
     return F.cross_entropy(x, target, weight=weight, reduction=reduction, ignore_index=ignore_index,
                            label_smoothing=label_smoothing)
 
@@ -234,6 +263,7 @@ def _nll_samples(dtype):
                  name="custom ignore_index")
     yield Sample((T((5, 4), layout="transposed"), _class_target((5,), 4)), name="transposed")
     yield Sample((T((0, 4)), _class_target((0,), 4)), {"reduction": "sum"}, name="zero-size batch, sum")
+    yield Sample((T((3, 4)), _class_target((3,), 4, ignore=[0, 1, 2])), name="every target ignored, mean: nan")
 
 
 def _torch_nll(x, target, weight=None, reduction="mean", ignore_index=-100):
@@ -387,6 +417,11 @@ def _sdpa_samples(dtype):
     yield Sample((q(2, 3, 4, 8, low=-30, high=30), q(2, 3, 6, 8, low=-30, high=30), q(2, 3, 6, 8)),
                  name="large scores (saturated softmax)")
     yield Sample((q(2, 0, 4, 8), q(2, 0, 6, 8), q(2, 0, 6, 8)), name="zero-size")
+    yield Sample((q(1, 2, 3, 4), q(1, 2, 3, 4), q(1, 2, 3, 4),
+                  T((3, 3), values=[[0, 0, 0], [1, 0, 1], [1, 1, 1]], dtype="bool")), name="fully masked query row")
+    yield Sample((q(1, 2, 3, 4), q(1, 2, 3, 4), q(1, 2, 3, 4),
+                  T((3, 3), values=[[0.0, -1e9, 2.0], [float("-inf"), 0.0, 1.0], [0.5, 0.5, float("-inf")]],
+                    requires_grad=False)), name="float mask with -inf")
     # dropout_p=1 drops every weight: deterministic zeros (the random path, without randomness).
     yield Sample((q(2, 3, 4, 8), q(2, 3, 6, 8), q(2, 3, 6, 8)), {"dropout_p": 1.0}, name="dropout 1: zeros")
 
@@ -465,6 +500,9 @@ def _max_pool_samples(nd):
         yield Sample((T((2, 3) + sp(6), layout="strided"), 2), name="strided")
         yield Sample((T((0, 3) + sp(6)), 2), name="zero-size batch")
         yield Sample((T((1, 2) + sp(6), low=-1e4, high=1e4), 3, 1), name="large magnitudes")
+        nan_row = [1.0, float("nan"), -2.0, 0.5, float("-inf"), 3.0]
+        yield Sample((T((1, 1) + sp(6), values=np.resize(np.array(nan_row), sp(6)).tolist(), requires_grad=False), 2),
+                     name="nan and -inf propagate")
         if nd == 2:
             yield Sample((T((1, 2, 6, 7)), [2, 3], [1, 2], [1, 0]), name="per-dim kernel, stride, padding")
     return samples
