@@ -1,0 +1,77 @@
+// Regressions found by the differential suite (tests/python, kiln vs PyTorch): gradients that
+// PyTorch defines as 0 where kiln gave NaN, and inputs PyTorch accepts that kiln refused.
+#include <cmath>
+
+#include "ref_util.h"
+
+using namespace kiln;
+using namespace kiln::test;
+
+namespace {
+
+void expect_finite_zero(const Tensor& g, const std::string& what) {
+  for (double v : g.to_vector<double>()) EXPECT_EQ(v, 0.0) << what;
+}
+
+TEST(OracleRegression, NormOfZeroVectorHasZeroGradient) {
+  for (double p : {2.0, 3.0}) {
+    Tensor x = zeros({2, 3}, kFloat64).requires_grad_();
+    Tensor y = norm(x, Scalar(p), IntList{1});
+    expect_close(y, {0, 0}, 0, 0, "norm of zeros");
+    y.sum().backward();
+    expect_finite_zero(x.grad(), "norm gradient at 0, p=" + std::to_string(p));
+  }
+  // Away from zero the gradient is still x / ||x||.
+  Tensor x = tensor<double>({3, 4}).requires_grad_();
+  norm(x).backward();
+  expect_close(x.grad(), {0.6, 0.8}, 1e-12, 1e-12, "norm gradient");
+}
+
+TEST(OracleRegression, CrossEntropyWithEveryTargetIgnored) {
+  for (bool weighted : {false, true})
+    for (double eps : {0.0, 0.2}) {
+      Tensor x = tensor<double>({0.5, -1, 2, 0.1, 0.3, -0.2}, {2, 3}).requires_grad_();
+      Tensor t = tensor<int64_t>({-100, -100});
+      Tensor w = weighted ? tensor<double>({1, 2, 0.5}) : Tensor();
+      Tensor y = cross_entropy(x, t, w, "mean", -100, eps);
+      EXPECT_TRUE(std::isnan(y.item<double>()));  // 0/0, as in PyTorch
+      y.backward();
+      expect_finite_zero(x.grad(), "cross_entropy gradient");
+    }
+  Tensor lp = tensor<double>({-0.5, -1, -2, -0.1}, {2, 2}).requires_grad_();
+  Tensor y = nll_loss(lp, tensor<int64_t>({1, 1}), {}, "mean", 1);
+  EXPECT_TRUE(std::isnan(y.item<double>()));
+  y.backward();
+  expect_finite_zero(lp.grad(), "nll_loss gradient");
+}
+
+TEST(OracleRegression, AdaptiveAvgPoolAcceptsEmptyBatch) {
+  EXPECT_EQ(adaptive_avg_pool2d(zeros({0, 3, 5, 5}), {2, 3}).sizes(), (Shape{0, 3, 2, 3}));
+  EXPECT_EQ(adaptive_avg_pool2d(zeros({2, 0, 6, 6}), {3, 3}).sizes(), (Shape{2, 0, 3, 3}));
+  EXPECT_THROW(adaptive_avg_pool2d(zeros({1, 2, 0, 4}), {2, 2}), Error);
+}
+
+// mode "linear" (3D input) and "trilinear" (5D): the half-pixel formula of PyTorch's docs.
+TEST(OracleRegression, InterpolateLinearModes) {
+  Tensor x = tensor<double>({0, 1, 4}, {1, 1, 3});
+  // Upsampling 3 -> 6 (scale 0.5): source = (i + 0.5) * 0.5 - 0.5, clamped at 0.
+  std::vector<double> ref;
+  const std::vector<double> v = {0, 1, 4};
+  for (int i = 0; i < 6; ++i) {
+    const double s = std::max(0.0, (i + 0.5) * 0.5 - 0.5);
+    const int lo = int(s), hi = std::min(lo + 1, 2);
+    ref.push_back(v[size_t(lo)] + (s - lo) * (v[size_t(hi)] - v[size_t(lo)]));
+  }
+  expect_close(interpolate(x, SymIntList{6}, std::nullopt, "linear", false), ref, 1e-12, 1e-12, "linear");
+  expect_close(interpolate(x, SymIntList{5}, std::nullopt, "linear", true), {0, 0.5, 1, 2.5, 4}, 1e-12, 1e-12,
+               "linear, align_corners");
+  // trilinear of a tensor constant along two dims is linear along the third.
+  Tensor x3 = reshape(expand(reshape(x, {1, 1, 3, 1, 1}), {1, 1, 3, 2, 2}), {1, 1, 3, 2, 2});
+  Tensor y3 = interpolate(x3, SymIntList{5, 3, 1}, std::nullopt, "trilinear", true);
+  EXPECT_EQ(y3.sizes(), (Shape{1, 1, 5, 3, 1}));
+  expect_close(y3.select(3, 1).reshape({5}), {0, 0.5, 1, 2.5, 4}, 1e-12, 1e-12, "trilinear");
+  EXPECT_THROW(interpolate(x, SymIntList{6}, std::nullopt, "bilinear", false), Error);  // bilinear is 4D
+  EXPECT_THROW(interpolate(x3, SymIntList{6, 2, 2}, std::nullopt, "linear", false), Error);
+}
+
+}  // namespace
