@@ -74,4 +74,16 @@ TEST(OracleRegression, InterpolateLinearModes) {
   EXPECT_THROW(interpolate(x3, SymIntList{6, 2, 2}, std::nullopt, "linear", false), Error);
 }
 
+// embedding_bag mode "max" (PyTorch's third mode): per-bag elementwise max, 0 for an empty bag,
+// the gradient reaching the row that gave each max.
+TEST(OracleRegression, EmbeddingBagMax) {
+  Tensor w = tensor<double>({1, -2, 3, 0.5, -1, 4, 2, 2.5}, {4, 2}).requires_grad_();
+  Tensor idx = tensor<int64_t>({0, 2, 1, 3, 1});
+  Tensor off = tensor<int64_t>({0, 2, 2});  // bags {0, 2}, {}, {1, 3, 1}
+  Tensor y = embedding_bag(idx, w, off, "max");
+  expect_close(y, {1, 4, 0, 0, 3, 2.5}, 0, 0, "embedding_bag max");
+  (y * tensor<double>({1, 2, 3, 4, 5, 6}, {3, 2})).sum().backward();
+  expect_close(w.grad(), {1, 0, 5, 0, 0, 2, 0, 6}, 1e-12, 1e-12, "embedding_bag max gradient");
+}
+
 }  // namespace
