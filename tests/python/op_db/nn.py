@@ -428,8 +428,46 @@ def _sdpa_samples(dtype):
     yield Sample((q(2, 3, 4, 8), q(2, 3, 6, 8), q(2, 3, 6, 8)), {"dropout_p": 1.0}, name="dropout 1: zeros")
 
 
-register(OpInfo("scaled_dot_product_attention", _sdpa_samples, torch_fn=F.scaled_dot_product_attention,
-                bf16=True, tol=ACC_TOL))
+    yield Sample((q(1, 2, 3, 8), q(1, 2, 5, 8), q(1, 2, 5, 4)), {"dropout_p": 0.4, "is_causal": True},
+                 name="dropout 0.4: checked by property, outputs compared at p=0")
+
+
+def _check_dropout(q, k, v, p, **kwargs):
+    """Dropout in attention, by property: the same seed gives the same output, another seed a
+    different one, and the mean over seeds approaches the output without dropout."""
+    with kiln.no_grad():
+        ref = to_np(kiln.scaled_dot_product_attention(q, k, v, dropout_p=0.0, **kwargs))
+        runs = []
+        for seed in range(300):
+            kiln.manual_seed(seed)
+            runs.append(to_np(kiln.scaled_dot_product_attention(q, k, v, dropout_p=p, **kwargs)))
+        kiln.manual_seed(7)
+        again = to_np(kiln.scaled_dot_product_attention(q, k, v, dropout_p=p, **kwargs))
+    runs = np.stack(runs)
+    assert np.array_equal(again, runs[7]), "dropout: the same seed gave a different output"
+    assert not np.array_equal(runs[0], runs[1]), "dropout: two seeds gave the same output"
+    # Mean of 300 draws: within 5 standard errors of the no-dropout output (elementwise).
+    err = runs.std(axis=0) / np.sqrt(len(runs))
+    assert np.all(np.abs(runs.mean(axis=0) - ref) <= 5 * err + 1e-6), "dropout: the mean is off the expectation"
+
+
+def to_np(t):
+    return np.asarray(t.float().numpy() if t.dtype == kiln.bfloat16 else t.numpy())
+
+
+def _sdpa(fn, check):
+    def call(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
+        kw = dict(is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
+        if 0 < dropout_p < 1:  # random: kiln's checked by property, both compared without it
+            if check:
+                _check_dropout(q, k, v, dropout_p, attn_mask=attn_mask, **kw)
+            dropout_p = 0.0
+        return fn(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p, **kw)
+    return call
+
+
+register(OpInfo("scaled_dot_product_attention", _sdpa_samples, kiln_fn=_sdpa(kiln.scaled_dot_product_attention, True),
+                torch_fn=_sdpa(F.scaled_dot_product_attention, False), bf16=True, tol=ACC_TOL))
 
 
 # ---------------------------------------------------------------- convolution
