@@ -34,14 +34,16 @@ KILN_DECOMP(any) {
   const Tensor& x = a.tensor(0);
   Tensor nz = ne(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
   auto dims = a.opt_ints(1);
-  return {gt(sum(nz, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))))};
+  Tensor r = gt(sum(nz, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))));
+  return {x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r};  // uint8 stays uint8, as PyTorch documents
 }
 
 KILN_DECOMP(all) {
   const Tensor& x = a.tensor(0);
   Tensor z = eq(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
   auto dims = a.opt_ints(1);
-  return {eq(sum(z, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))))};
+  Tensor r = eq(sum(z, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))));
+  return {x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r};  // uint8 stays uint8, as PyTorch documents
 }
 
 Tensor zero_i64() { return ops::scalar_to_tensor(Scalar(int64_t(0))); }

@@ -86,4 +86,15 @@ TEST(OracleRegression, EmbeddingBagMax) {
   expect_close(w.grad(), {1, 0, 5, 0, 0, 2, 0, 6}, 1e-12, 1e-12, "embedding_bag max gradient");
 }
 
+// PyTorch documents all/any of uint8 as uint8 (every other dtype gives bool).
+TEST(OracleRegression, AllAnyKeepUInt8) {
+  Tensor x = tensor<double>({0, 2, 3, 1}, {2, 2}).to(kUInt8);
+  Tensor al = all(x, IntList{1}), an = any(x);
+  EXPECT_EQ(al.dtype(), kUInt8);
+  EXPECT_EQ(an.dtype(), kUInt8);
+  EXPECT_EQ(al.to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ(an.item<int64_t>(), 1);
+  EXPECT_EQ(all(x.to(kInt8)).dtype(), kBool);
+}
+
 }  // namespace

@@ -12,6 +12,9 @@ from op_db import OpInfo, Sample, T, register
 
 FLOATS = ("float32", "float64")
 INTS = ("int64", "int32")
+# Narrow integers (values wrap into their range, so ties are common): for the ops whose result
+# among ties is documented or does not matter.
+SMALL_INTS = ("int16", "int8", "uint8")
 
 
 def _is_float(dtype):
@@ -105,7 +108,7 @@ def _with_nans(fn, *extra_args, dim_arg=True):
     return samples
 
 
-register(OpInfo("sum", _with_nans(_sum_samples), dtypes=FLOATS + INTS, bf16=True, tol=_sum_tol()))
+register(OpInfo("sum", _with_nans(_sum_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True, tol=_sum_tol()))
 def _torch_prod(x, dim=None, keepdim=False, dtype=None):
     # torch.prod takes one int dim; a list is reduced one dim at a time.
     if dim is None or isinstance(dim, int):
@@ -117,9 +120,9 @@ def _torch_prod(x, dim=None, keepdim=False, dtype=None):
     return x if keepdim else x.squeeze(dims) if dims else x
 
 
-register(OpInfo("prod", _with_nans(_prod_samples), torch_fn=_torch_prod, dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("amax", _with_nans(_minmax_samples), dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("amin", _with_nans(_minmax_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("prod", _with_nans(_prod_samples), torch_fn=_torch_prod, dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
+register(OpInfo("amax", _with_nans(_minmax_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
+register(OpInfo("amin", _with_nans(_minmax_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 register(OpInfo("mean", _with_nans(_mean_samples), bf16=True, tol=_sum_tol()))
 
 
@@ -142,8 +145,8 @@ def _arg_samples(dtype):
                  name="float ties: first index")
 
 
-register(OpInfo("argmax", _with_nans(_arg_samples), dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("argmin", _with_nans(_arg_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("argmax", _with_nans(_arg_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
+register(OpInfo("argmin", _with_nans(_arg_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 
 
 def _max_samples(dtype):
@@ -167,8 +170,8 @@ def _max_dim_samples(dtype):
     yield Sample((T((3, 0), low=lo, high=hi), 0), name="zero-size kept dim")
 
 
-register(OpInfo("max", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS, bf16=True))
-register(OpInfo("min", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("max", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
+register(OpInfo("min", _with_nans(_max_samples, dim_arg=False), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 register(OpInfo("max_dim", _with_nans(_max_dim_samples), kiln_fn=kiln.max, torch_fn=torch.max, dtypes=FLOATS + INTS, bf16=True))
 register(OpInfo("min_dim", _with_nans(_max_dim_samples), kiln_fn=kiln.min, torch_fn=torch.min, dtypes=FLOATS + INTS, bf16=True))
 
@@ -296,9 +299,9 @@ class _Rounded(T):
         return np.round(super().array(rng, dtype))
 
 
-register(OpInfo("all", _floats_with_zeros(_bool_reduce_samples), dtypes=("bool", "float32") + INTS))
-register(OpInfo("any", _floats_with_zeros(_bool_reduce_samples), dtypes=("bool", "float32") + INTS))
-register(OpInfo("count_nonzero", _floats_with_zeros(_count_samples), dtypes=("bool",) + FLOATS + INTS))
+register(OpInfo("all", _floats_with_zeros(_bool_reduce_samples), dtypes=("bool", "float32") + INTS + SMALL_INTS))
+register(OpInfo("any", _floats_with_zeros(_bool_reduce_samples), dtypes=("bool", "float32") + INTS + SMALL_INTS))
+register(OpInfo("count_nonzero", _floats_with_zeros(_count_samples), dtypes=("bool",) + FLOATS + INTS + SMALL_INTS))
 
 
 # ---------------------------------------------------------------- scans
@@ -346,9 +349,9 @@ def _cummax_samples(dtype):
         yield from _scan_samples(dtype, low=-100000, high=100000)
 
 
-register(OpInfo("cumsum", _with_nans(_cumsum_samples), dtypes=FLOATS + INTS, bf16=True,
+register(OpInfo("cumsum", _with_nans(_cumsum_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True,
                 tol={"float32": (1e-2, 1e-4), "bfloat16": (1e-1, 2e-2)}))
-register(OpInfo("cumprod", _with_nans(_cumprod_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("cumprod", _with_nans(_cumprod_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 register(OpInfo("cummax", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
 register(OpInfo("cummin", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
 
@@ -383,7 +386,7 @@ def _torch_sort(x, dim=-1, descending=False, stable=True):
     return torch.sort(x, dim=dim, descending=descending, stable=stable)
 
 
-register(OpInfo("sort", _sort_samples, torch_fn=_torch_sort, dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("sort", _sort_samples, torch_fn=_torch_sort, dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 
 
 def _argsort_samples(dtype):
@@ -397,7 +400,7 @@ def _torch_argsort(x, dim=-1, descending=False, stable=True):
     return torch.argsort(x, dim=dim, descending=descending, stable=stable)
 
 
-register(OpInfo("argsort", _argsort_samples, torch_fn=_torch_argsort, dtypes=FLOATS + INTS))
+register(OpInfo("argsort", _argsort_samples, torch_fn=_torch_argsort, dtypes=FLOATS + INTS + SMALL_INTS))
 
 
 def _topk_samples(dtype):
@@ -534,5 +537,5 @@ def _unique_samples(dtype):
                      name="nan never equal, -0 == 0")
 
 
-register(OpInfo("nonzero", _nonzero_samples, dtypes=("bool",) + FLOATS + INTS))
-register(OpInfo("unique", _unique_samples, kiln_fn=kiln.unique, torch_fn=torch.unique, dtypes=("bool",) + FLOATS + INTS))
+register(OpInfo("nonzero", _nonzero_samples, dtypes=("bool",) + FLOATS + INTS + SMALL_INTS))
+register(OpInfo("unique", _unique_samples, kiln_fn=kiln.unique, torch_fn=torch.unique, dtypes=("bool",) + FLOATS + INTS + SMALL_INTS))
