@@ -97,4 +97,13 @@ TEST(OracleRegression, AllAnyKeepUInt8) {
   EXPECT_EQ(all(x.to(kInt8)).dtype(), kBool);
 }
 
+// A NaN value is inserted after every element (PyTorch's binary search tests !(s >= v)).
+TEST(OracleRegression, SearchsortedNaNGoesLast) {
+  Tensor seq = tensor<double>({0, 1, 2});
+  Tensor v = tensor<double>({std::nan(""), 1, -INFINITY});
+  EXPECT_EQ(searchsorted(seq, v).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 0}));
+  EXPECT_EQ(searchsorted(seq, v, true).to_vector<int64_t>(), (std::vector<int64_t>{3, 2, 0}));
+  EXPECT_EQ(bucketize(v, seq).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 0}));
+}
+
 }  // namespace

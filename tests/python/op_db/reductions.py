@@ -487,6 +487,10 @@ def _search_samples(dtype):
     yield Sample((_sorted_rows(dtype), vals((2, 5))), name="batched sequences")
     yield Sample((_sorted_rows(dtype), vals((2, 5))), {"right": True}, name="batched, right")
     yield Sample((seq, vals((4, 5), layout="transposed")), name="transposed values")
+    if _is_float(dtype):
+        nan_vals = T((4,), values=[NAN, INF, -INF, 0.0])
+        yield Sample((seq, nan_vals), name="nan and inf values (nan goes last)")
+        yield Sample((seq, nan_vals), {"right": True}, name="nan and inf values, right")
 
 
 def _bucket_samples(dtype):
