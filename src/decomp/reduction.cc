@@ -62,6 +62,15 @@ KILN_DECOMP(min_dim) {
   return {amin(x, {a.i64(1)}, a.b(2)), argmin(x, a.i64(1), a.b(2))};
 }
 
+// s^q (q > 0) whose gradient is 0 where s is 0, like PyTorch's norm and std backwards: the
+// derivative there is infinite (q < 1) and inf * 0 would give NaN. pow reads s through a where()
+// that feeds it 1 at the zeros, so no gradient flows into them.
+Tensor zero_safe_pow(const Tensor& s, double q) {
+  Tensor zero = eq(s, num(0));
+  Tensor safe = where(zero, num(1), s);
+  return where(zero, num(0), q == 0.5 ? sqrt(safe) : pow(safe, num(q)));
+}
+
 // ---------------------------------------------------------------- var / std
 void check_floating(const Tensor& x, const char* op) {
   KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", op,
@@ -83,7 +92,7 @@ std::vector<Tensor> var_and_mean(const Args& a, const char* op) {
   return {v, keepdim ? m : mean(x, dims, false)};
 }
 KILN_DECOMP(var) { return {var_and_mean(a, "var")[0]}; }
-KILN_DECOMP(std) { return {sqrt(var_and_mean(a, "std")[0])}; }
+KILN_DECOMP(std) { return {zero_safe_pow(var_and_mean(a, "std")[0], 0.5)}; }
 KILN_DECOMP(var_mean) { return var_and_mean(a, "var_mean"); }
 
 // ---------------------------------------------------------------- norm
@@ -94,22 +103,17 @@ KILN_DECOMP(norm) {
   IntList dims = dims_arg(a, 2);
   const bool keepdim = a.b(3);
   Tensor ax = abs(x);
-  // s^(1/p) of a zero s: its derivative is infinite, and inf * 0 would give NaN gradients to a
-  // zero vector, whose (sub)gradient is 0 in PyTorch. The root reads s through a where() that
-  // feeds it 1 there, so no gradient flows into the zero vector.
-  auto root = [&](const Tensor& s, double q) {
-    Tensor zero = eq(s, num(0));
-    Tensor safe = where(zero, num(1), s);
-    return where(zero, num(0), q == 2 ? sqrt(safe) : pow(safe, num(1.0 / q)));
-  };
-  if (p == 2) return {root(sum(mul(x, x), dims, keepdim), 2)};
+  if (p == 2) return {zero_safe_pow(sum(mul(x, x), dims, keepdim), 0.5)};
   if (p == 1) return {sum(ax, dims, keepdim)};
   if (std::isinf(p)) {
     // max/min of |x|; an empty reduction is 0 for inf, like PyTorch's vector_norm.
     return {p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim)};
   }
   if (p == 0) return {sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim)};
-  return {root(sum(pow(ax, num(p)), dims, keepdim), p)};
+  // |x|^p for 0 < p < 1 has an infinite slope at 0: zero elements get a 0 gradient (PyTorch's).
+  Tensor powered = p > 0 ? zero_safe_pow(ax, p) : pow(ax, num(p));
+  Tensor total = sum(powered, dims, keepdim);
+  return {p > 0 ? zero_safe_pow(total, 1.0 / p) : pow(total, num(1.0 / p))};
 }
 
 // ---------------------------------------------------------------- logsumexp

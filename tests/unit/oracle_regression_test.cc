@@ -21,6 +21,17 @@ TEST(OracleRegression, NormOfZeroVectorHasZeroGradient) {
     y.sum().backward();
     expect_finite_zero(x.grad(), "norm gradient at 0, p=" + std::to_string(p));
   }
+  // p < 1: |x|^p has an infinite slope at 0; zero elements get a 0 gradient, the others p|x|^(p-1)...
+  Tensor xs = tensor<double>({0, 4}).requires_grad_();
+  norm(xs, Scalar(0.5)).backward();
+  // (sqrt|0| + sqrt|x1|)^2 = x1 for x1 > 0: d/dx1 = 1.
+  expect_close(xs.grad(), {0, 1}, 1e-12, 1e-12, "norm p=0.5 gradient");
+  // std of a constant row: 0 with a 0 gradient.
+  Tensor c = tensor<double>({1.5, 1.5, 1.5}).requires_grad_();
+  Tensor sd = kiln::std(c);
+  EXPECT_EQ(sd.item<double>(), 0.0);
+  sd.backward();
+  expect_finite_zero(c.grad(), "std gradient of a constant");
   // Away from zero the gradient is still x / ||x||.
   Tensor x = tensor<double>({3, 4}).requires_grad_();
   norm(x).backward();

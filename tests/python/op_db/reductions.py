@@ -75,6 +75,10 @@ def _minmax_samples(dtype):
     if _is_float(dtype):
         yield from _reduce_dims(dtype, empty=False)  # amax of an empty dim is an error
         yield Sample((T((4, 6), low=-1e4, high=1e4), 1), name="large magnitudes")
+        # PyTorch documents amax/amin's gradient as shared evenly among equal extremes.
+        ties = [[2.0, -1.0, 2.0, 2.0], [-1.0, 0.5, -1.0, 0.0]]
+        yield Sample((T((2, 4), values=ties), 1), name="ties share the gradient")
+        yield Sample((T((2, 4), values=ties),), name="ties, full reduction")
     else:
         yield from _reduce_dims(dtype, low=-50, high=50, empty=False)
 
@@ -190,6 +194,10 @@ def _var_samples(dtype):
     yield Sample((T((20, 50), low=-1e4, high=1e4),), name="large magnitudes")
     yield Sample((T((3, 0)), [0]), name="zero-size kept dim")
     yield Sample((T((3, 4)), [1]), {"correction": 0, "keepdim": True}, name="population, keepdim")
+    # A constant row: std's gradient there is 0 in PyTorch (d sqrt at 0 masked), var's is 0 anyway.
+    yield Sample((T((2, 3), values=[[1.5, 1.5, 1.5], [0.0, 1.0, -2.0]]), [1]), name="constant row")
+    # Zero degrees of freedom: the forward is inf; the gradient (inf * 0 terms) is forward-only here.
+    yield Sample((T((3, 2), requires_grad=False), [1]), {"correction": 2}, name="no degrees of freedom: inf")
 
 
 # Two-pass vs one-pass variance of 1000 values around 1e3 in float32: relative error ~ 1e-4.
@@ -212,6 +220,10 @@ def _norm_samples(dtype):
     # constant (no graph); forward only.
     yield Sample((T((3, 4), requires_grad=False),), {"p": 0, "dim": [1]}, name="p=0")
     yield Sample((T((2, 3), values=[[0.0, 0.0, 0.0], [1.0, -2.0, 0.5]]), 2, [1]), name="zero row (subgradient 0)")
+    zeros_in = T((2, 3), values=[[0.0, 1.5, -0.5], [1.0, -2.0, 0.0]])
+    yield Sample((zeros_in, 0.5, [1]), name="p=0.5 with zero elements (gradient 0 there)")
+    yield Sample((zeros_in, 3, [1]), name="p=3 with zero elements")
+    yield Sample((T((2, 3), low=0.5, high=2.0), -1, [1]), name="p=-1")
     yield Sample((T((3, 4), low=0.5, high=2.0),), {"p": 0.5, "dim": [0]}, name="p=0.5")
     yield Sample((T((4, 5), layout="transposed"),), {"p": 2, "dim": [0]}, name="transposed")
     yield Sample((T((3, 6), layout="strided"), 2, [1], True), name="strided")
