@@ -117,4 +117,13 @@ TEST(OracleRegression, SearchsortedNaNGoesLast) {
   EXPECT_EQ(bucketize(v, seq).to_vector<int64_t>(), (std::vector<int64_t>{3, 1, 0}));
 }
 
+// topk of a 0-d tensor: the element itself (PyTorch returns it for k = 0 as well).
+TEST(OracleRegression, TopkOfScalar) {
+  for (int64_t k : {0, 1}) {
+    auto [v, i] = topk(scalar_tensor(-1.25), k);
+    EXPECT_EQ(v.item<double>(), -1.25) << k;
+    EXPECT_EQ(i.item<int64_t>(), 0) << k;
+  }
+}
+
 }  // namespace

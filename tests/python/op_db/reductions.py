@@ -420,6 +420,7 @@ def _topk_samples(dtype):
     kw = dict(low=lo, high=hi)
     yield Sample((T((3, 6), **kw), 2), name="k=2")
     yield Sample((T((), **kw), 1), name="0-d")
+    yield Sample((T((), **kw), 0), name="0-d, k=0 (PyTorch returns the element)")
     yield Sample((T((2, 3, 4), **kw), 3, 1), name="dim 1")
     yield Sample((T((2, 3, 4), **kw), 2, -1, False), name="smallest")
     yield Sample((T((2, 3, 4), **kw), 4), {"dim": 2, "largest": True, "sorted": True}, name="k = size, keywords")
