@@ -364,8 +364,15 @@ def _cummax_samples(dtype):
 register(OpInfo("cumsum", _with_nans(_cumsum_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True,
                 tol={"float32": (1e-2, 1e-4), "bfloat16": (1e-1, 2e-2)}))
 register(OpInfo("cumprod", _with_nans(_cumprod_samples), dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
-register(OpInfo("cummax", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
-register(OpInfo("cummin", _with_nans(_cummax_samples), dtypes=FLOATS + INTS))
+# Among equal values both kiln and PyTorch's CPU kernel report the last index (not documented by
+# PyTorch, but relied on here for bfloat16, whose rounding makes ties).
+register(OpInfo("cummax", _with_nans(_cummax_samples), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("cummin", _with_nans(_cummax_samples), dtypes=FLOATS + INTS, bf16=True))
+
+
+def _values_if_bf16(r):
+    """bfloat16 rounds distinct floats into ties, where the chosen index is unspecified: values only."""
+    return (r[0],) if r[0].dtype in (kiln.bfloat16, torch.bfloat16) else r
 
 
 # ---------------------------------------------------------------- sort / topk / argsort
@@ -412,7 +419,7 @@ def _torch_argsort(x, dim=-1, descending=False, stable=True):
     return torch.argsort(x, dim=dim, descending=descending, stable=stable)
 
 
-register(OpInfo("argsort", _argsort_samples, torch_fn=_torch_argsort, dtypes=FLOATS + INTS + SMALL_INTS))
+register(OpInfo("argsort", _argsort_samples, torch_fn=_torch_argsort, dtypes=FLOATS + INTS + SMALL_INTS, bf16=True))
 
 
 def _topk_samples(dtype):
@@ -431,7 +438,7 @@ def _topk_samples(dtype):
     yield Sample((T((0, 3), **kw), 2), name="zero-size")
 
 
-register(OpInfo("topk", _with_nans(_topk_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS))
+register(OpInfo("topk", _with_nans(_topk_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS, bf16=True, output=_values_if_bf16))
 
 
 def _kth_samples(dtype):
@@ -447,7 +454,7 @@ def _kth_samples(dtype):
     yield Sample((T((3, 0), **kw), 2, 0), name="zero-size kept dim")
 
 
-register(OpInfo("kthvalue", _with_nans(_kth_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS))
+register(OpInfo("kthvalue", _with_nans(_kth_samples, 2, 1, dim_arg=False), dtypes=FLOATS + INTS, bf16=True, output=_values_if_bf16))
 
 
 def _median_samples(dtype):
@@ -473,8 +480,8 @@ def _median_dim_samples(dtype):
     yield Sample((T((3, 0), **kw), 0), name="zero-size kept dim")
 
 
-register(OpInfo("median", _with_nans(_median_samples, dim_arg=False), dtypes=FLOATS + INTS))
-register(OpInfo("median_dim", _with_nans(_median_dim_samples), kiln_fn=kiln.median, torch_fn=torch.median, dtypes=FLOATS + INTS))
+register(OpInfo("median", _with_nans(_median_samples, dim_arg=False), dtypes=FLOATS + INTS, bf16=True))
+register(OpInfo("median_dim", _with_nans(_median_dim_samples), kiln_fn=kiln.median, torch_fn=torch.median, dtypes=FLOATS + INTS, bf16=True, output=_values_if_bf16))
 
 
 # ---------------------------------------------------------------- searchsorted / bucketize
