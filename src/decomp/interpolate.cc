@@ -9,11 +9,16 @@ namespace kiln::decomp {
 namespace {
 using ops::Args;
 
-// The source index of every output (nearest mode), in float arithmetic as PyTorch.
+// The source index of every output (nearest mode), in float arithmetic as PyTorch. Like
+// PyTorch, an unchanged size copies and a doubled size repeats each source twice whatever the
+// scale_factor (e.g. 1.03 on 6 elements gives 6 outputs: a copy, not floor(o / 1.03)).
 std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale) {
   std::vector<int64_t> idx;
-  for (int64_t o = 0; o < out; ++o)
-    idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
+  for (int64_t o = 0; o < out; ++o) {
+    if (out == in) idx.push_back(o);
+    else if (out == 2 * in) idx.push_back(o / 2);
+    else idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
+  }
   return idx;
 }
 
@@ -111,6 +116,7 @@ KILN_DECOMP(interpolate) {
   const DType ct = x.dtype() == kFloat64 ? kFloat64 : kFloat32;  // 16-bit weights would round
   Tensor r = convert_element_type(x, ct);
   for (int64_t d = 0; d < nd; ++d) {
+    if (out[size_t(d)] == x.size(d + 2)) continue;  // an unchanged size is a copy (PyTorch's too)
     Tensor m = interp_matrix(x.size(d + 2), out[size_t(d)], scale[size_t(d)], linear, align, ct);
     r = transpose(matmul(transpose(r, d + 2, -1), mT(m)), d + 2, -1);
   }

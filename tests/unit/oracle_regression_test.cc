@@ -126,4 +126,15 @@ TEST(OracleRegression, TopkOfScalar) {
   }
 }
 
+// A scale_factor that leaves a size unchanged copies it (PyTorch special-cases it, rather than
+// sampling at o / scale_factor); nearest with a doubled size repeats each source twice.
+TEST(OracleRegression, InterpolateScaleKeepingTheSize) {
+  Tensor x = tensor<double>({0, 1, 2, 3, 4, 5}, {1, 1, 6});
+  const std::vector<double> same = {0, 1, 2, 3, 4, 5};
+  expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}), same, 0, 0, "nearest, size kept");
+  expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}, "linear", false), same, 0, 0, "linear, size kept");
+  Tensor y = interpolate(tensor<double>({0, 1, 2, 3, 4}, {1, 1, 5}), std::nullopt, std::vector<double>{2.1});
+  expect_close(y, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, 0, 0, "nearest, size doubled");
+}
+
 }  // namespace

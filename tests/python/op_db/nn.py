@@ -603,6 +603,11 @@ def _interp_samples(dtype):
         yield Sample((T((2, 3, 9)), None, [0.5]), {"mode": "linear", "align_corners": align}, name=f"linear scale 0.5, align {align}")
         yield Sample((T((1, 2, 3, 4, 2)), [4, 3, 5]), {"mode": "trilinear", "align_corners": align}, name=f"trilinear, align {align}")
     yield Sample((T((2, 3, 4, 5)), None, [1.7, 2.3]), {"mode": "bilinear"}, name="bilinear, fractional scales")
+    # PyTorch copies a dim whose size the scale leaves unchanged, and (nearest) repeats each
+    # source twice when it doubles, whatever the exact scale_factor.
+    yield Sample((T((1, 2, 6, 5)), None, [1.1, 2.1]), name="nearest, scale keeps / doubles the size")
+    yield Sample((T((1, 2, 6, 5)), None, [1.1, 0.7]), {"mode": "bilinear"}, name="bilinear, scale keeps a size")
+    yield Sample((T((1, 2, 6)), None, [1.15]), {"mode": "linear"}, name="linear, scale keeps the size")
     yield Sample((T((2, 3, 4, 5), layout="transposed"), [6, 6]), {"mode": "bilinear"}, name="bilinear, transposed")
     yield Sample((T((2, 3, 4, 6), layout="strided"), [5, 5]), name="nearest, strided")
     yield Sample((T((0, 3, 4, 5)), [6, 6]), {"mode": "bilinear"}, name="zero-size batch")
