@@ -2,6 +2,7 @@
 // PyTorch defines as 0 where kiln gave NaN, and inputs PyTorch accepts that kiln refused.
 #include <cmath>
 
+#include "ops/dispatch.h"
 #include "ref_util.h"
 
 using namespace kiln;
@@ -135,6 +136,18 @@ TEST(OracleRegression, InterpolateScaleKeepingTheSize) {
   expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}, "linear", false), same, 0, 0, "linear, size kept");
   Tensor y = interpolate(tensor<double>({0, 1, 2, 3, 4}, {1, 1, 5}), std::nullopt, std::vector<double>{2.1});
   expect_close(y, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, 0, 0, "nearest, size doubled");
+}
+
+// pow with a number exponent (a wrapped scalar): the gradient's e - 1 was computed in float32
+// (wrapped - wrapped promotes to the default dtype), 1e-8 off in float64; norm(p=3) used it.
+TEST(OracleRegression, PowNumberExponentGradientInDouble) {
+  Tensor x = tensor<double>({2.0, 0.7}).requires_grad_();
+  pow(x, ops::num(1.0 / 3.0)).sum().backward();
+  expect_close(x.grad(), {std::pow(2.0, -2.0 / 3.0) / 3.0, std::pow(0.7, -2.0 / 3.0) / 3.0}, 1e-15, 0, "pow grad");
+  Tensor y = tensor<double>({0.5, -1.2, 2.0}).requires_grad_();
+  norm(y, Scalar(3.0)).backward();
+  const double n = std::cbrt(0.125 + 1.728 + 8.0);
+  expect_close(y.grad(), {0.25 / (n * n), -1.44 / (n * n), 4.0 / (n * n)}, 1e-14, 0, "norm p=3 grad");
 }
 
 }  // namespace
