@@ -150,4 +150,18 @@ TEST(OracleRegression, PowNumberExponentGradientInDouble) {
   expect_close(y.grad(), {0.25 / (n * n), -1.44 / (n * n), 4.0 / (n * n)}, 1e-14, 0, "norm p=3 grad");
 }
 
+// cross_entropy with label smoothing and no weight: the gradient p - (1 - eps) onehot - eps / C
+// to double precision (the kernel's derivative multiplied two wrapped numbers in float32).
+TEST(OracleRegression, CrossEntropySmoothingGradientInDouble) {
+  const std::vector<double> logits = {0.3, -1.1, 2.0};
+  Tensor x = tensor<double>(logits, {1, 3}).requires_grad_();
+  const double eps = 0.3;
+  cross_entropy(x, tensor<int64_t>({2}), {}, "sum", -100, eps).backward();
+  double z = 0;
+  for (double v : logits) z += std::exp(v);
+  std::vector<double> ref;
+  for (size_t c = 0; c < 3; ++c) ref.push_back(std::exp(logits[c]) / z - (c == 2 ? 1 - eps : 0.0) - eps / 3);
+  expect_close(x.grad(), ref, 1e-15, 1e-15, "cross_entropy smoothing gradient");
+}
+
 }  // namespace

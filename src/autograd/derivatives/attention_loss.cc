@@ -49,7 +49,8 @@ KILN_DERIVATIVE(cross_entropy) {
   std::vector<Tensor> r(g.inputs.size());
   if (g.needs(0)) {
     Tensor coef = mul(wy, num(1 - eps));
-    if (eps > 0) coef = add(coef, mul(has_w ? sum(wc) : num(C), num(eps / C)));
+    // (num * num would be a float32 product of two wrapped numbers: eps itself when unweighted.)
+    if (eps > 0) coef = add(coef, has_w ? mul(sum(wc), num(eps / C)) : num(eps));
     Tensor inner = sub(mul(exp(lp), unsqueeze(coef, cd)), mul(onehot, unsqueeze(mul(wy, num(1 - eps)), cd)));
     if (eps > 0) inner = sub(inner, has_w ? mul(along(wc, n, cd), num(eps / C)) : num(eps / C));
     r[0] = mul(gu, inner);
