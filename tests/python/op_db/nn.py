@@ -5,7 +5,9 @@ import torch
 import torch.nn.functional as F
 
 import kiln
-from op_db import OpInfo, Sample, T, register
+from op_db import OPS, OpInfo, Sample, T, register
+
+_BEFORE = set(OPS)
 
 FLOATS = ("float32", "float64")
 # Accumulations (convolutions, matmuls in attention/interpolation) of up to a few hundred terms in
@@ -669,3 +671,9 @@ def _glu_samples(dtype):
 
 
 register(OpInfo("glu", _glu_samples, torch_fn=F.glu, bf16=True))
+
+
+# float64 is compared tighter than the suite's default (1e-7): a float32 step hidden in a float64
+# path (e.g. a product of two wrapped numbers) shows up as ~1e-8 errors.
+for _op in set(OPS) - _BEFORE:
+    OPS[_op].tol.setdefault("float64", (1e-10, 1e-10))

@@ -8,7 +8,9 @@ import numpy as np
 import torch
 
 import kiln
-from op_db import OpInfo, Sample, T, register
+from op_db import OPS, OpInfo, Sample, T, register
+
+_BEFORE = set(OPS)
 
 FLOATS = ("float32", "float64")
 INTS = ("int64", "int32")
@@ -563,3 +565,9 @@ def _unique_samples(dtype):
 
 register(OpInfo("nonzero", _nonzero_samples, dtypes=("bool",) + FLOATS + INTS + SMALL_INTS))
 register(OpInfo("unique", _unique_samples, kiln_fn=kiln.unique, torch_fn=torch.unique, dtypes=("bool",) + FLOATS + INTS + SMALL_INTS))
+
+
+# float64 is compared tighter than the suite's default (1e-7): a float32 step hidden in a float64
+# path (e.g. a product of two wrapped numbers) shows up as ~1e-8 errors.
+for _op in set(OPS) - _BEFORE:
+    OPS[_op].tol.setdefault("float64", (1e-10, 1e-10))
