@@ -9,23 +9,24 @@ namespace kiln::decomp {
 namespace {
 using ops::Args;
 
-// The source index of every output (nearest mode), in float arithmetic as PyTorch. Like
-// PyTorch, an unchanged size copies and a doubled size repeats each source twice whatever the
-// scale_factor (e.g. 1.03 on 6 elements gives 6 outputs: a copy, not floor(o / 1.03)).
-std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale) {
+// The source index of every output (nearest mode), in float arithmetic as PyTorch. PyTorch's 2-d
+// (4D input) kernel copies an unchanged size and repeats each source twice for a doubled size,
+// whatever the scale_factor (1.03 on 6 elements: a copy, not floor(o / 1.03)); its 1-d and 3-d
+// kernels use the scale throughout. `exact_sizes` selects the 2-d behaviour.
+std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale, bool exact_sizes) {
   std::vector<int64_t> idx;
   for (int64_t o = 0; o < out; ++o) {
-    if (out == in) idx.push_back(o);
-    else if (out == 2 * in) idx.push_back(o / 2);
+    if (exact_sizes && out == in) idx.push_back(o);
+    else if (exact_sizes && out == 2 * in) idx.push_back(o / 2);
     else idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
   }
   return idx;
 }
 
 // scale: the source step per output element (PyTorch: 1/scale_factor if given, else in/out).
-Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool align_corners, DType dt) {
+Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool align_corners, bool exact_sizes, DType dt) {
   std::vector<double> m(size_t(out * in), 0.0);
-  const std::vector<int64_t> nearest = linear ? std::vector<int64_t>() : nearest_index(in, out, scale);
+  const std::vector<int64_t> nearest = linear ? std::vector<int64_t>() : nearest_index(in, out, scale, exact_sizes);
   for (int64_t o = 0; o < out; ++o) {
     double* row = m.data() + o * in;
     if (!linear) {
@@ -109,15 +110,16 @@ KILN_DECOMP(interpolate) {
   if (!linear) {
     Tensor r = x;
     for (int64_t d = 0; d < nd && r.defined(); ++d)
-      r = nearest_exact(r, d + 2, x.size(d + 2), nearest_index(x.size(d + 2), out[size_t(d)], scale[size_t(d)]));
+      r = nearest_exact(r, d + 2, x.size(d + 2), nearest_index(x.size(d + 2), out[size_t(d)], scale[size_t(d)], nd == 2));
     if (r.defined()) return {contiguous(r)};
   }
   // Otherwise a matmul per dim (a nan or inf also reaches the outputs that weigh it by 0).
   const DType ct = x.dtype() == kFloat64 ? kFloat64 : kFloat32;  // 16-bit weights would round
   Tensor r = convert_element_type(x, ct);
   for (int64_t d = 0; d < nd; ++d) {
-    if (out[size_t(d)] == x.size(d + 2)) continue;  // an unchanged size is a copy (PyTorch's too)
-    Tensor m = interp_matrix(x.size(d + 2), out[size_t(d)], scale[size_t(d)], linear, align, ct);
+    // An unchanged size is a copy in PyTorch's linear modes and 2-d nearest.
+    if (out[size_t(d)] == x.size(d + 2) && (linear || nd == 2)) continue;
+    Tensor m = interp_matrix(x.size(d + 2), out[size_t(d)], scale[size_t(d)], linear, align, nd == 2, ct);
     r = transpose(matmul(transpose(r, d + 2, -1), mT(m)), d + 2, -1);
   }
   return {convert_element_type(contiguous(r), x.dtype())};

@@ -132,10 +132,13 @@ TEST(OracleRegression, TopkOfScalar) {
 TEST(OracleRegression, InterpolateScaleKeepingTheSize) {
   Tensor x = tensor<double>({0, 1, 2, 3, 4, 5}, {1, 1, 6});
   const std::vector<double> same = {0, 1, 2, 3, 4, 5};
-  expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}), same, 0, 0, "nearest, size kept");
   expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}, "linear", false), same, 0, 0, "linear, size kept");
-  Tensor y = interpolate(tensor<double>({0, 1, 2, 3, 4}, {1, 1, 5}), std::nullopt, std::vector<double>{2.1});
-  expect_close(y, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, 0, 0, "nearest, size doubled");
+  // Nearest: only PyTorch's 2-d kernel special-cases the sizes; the 1-d one samples floor(o / 1.1).
+  expect_close(interpolate(x.reshape({1, 1, 1, 6}), std::nullopt, std::vector<double>{1.0, 1.1}), same, 0, 0,
+               "nearest 2-d, size kept");
+  expect_close(interpolate(x, std::nullopt, std::vector<double>{1.1}), {0, 0, 1, 2, 3, 4}, 0, 0, "nearest 1-d");
+  Tensor y = interpolate(tensor<double>({0, 1, 2, 3, 4}, {1, 1, 1, 5}), std::nullopt, std::vector<double>{1.0, 2.1});
+  expect_close(y, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4}, 0, 0, "nearest 2-d, size doubled");
 }
 
 // pow with a number exponent (a wrapped scalar): the gradient's e - 1 was computed in float32

@@ -608,6 +608,11 @@ def _interp_samples(dtype):
     # PyTorch copies a dim whose size the scale leaves unchanged, and (nearest) repeats each
     # source twice when it doubles, whatever the exact scale_factor.
     yield Sample((T((1, 2, 6, 5)), None, [1.1, 2.1]), name="nearest, scale keeps / doubles the size")
+    # PyTorch's 1-d/3-d nearest forward samples floor(o / scale) even then, but its backward
+    # routes the gradient as if the size were copied / doubled (not the forward's adjoint):
+    # forward only there (kiln's gradient is the adjoint of its forward).
+    yield Sample((T((1, 2, 6), requires_grad=False), None, [1.1]), name="nearest 1-d, scale keeps the size (no copy)")
+    yield Sample((T((1, 2, 2, 3, 4), requires_grad=False), None, [1.2, 2.1, 1.1]), name="nearest 3-d, fractional scales")
     yield Sample((T((1, 2, 6, 5)), None, [1.1, 0.7]), {"mode": "bilinear"}, name="bilinear, scale keeps a size")
     yield Sample((T((1, 2, 6)), None, [1.15]), {"mode": "linear"}, name="linear, scale keeps the size")
     yield Sample((T((2, 3, 4, 5), layout="transposed"), [6, 6]), {"mode": "bilinear"}, name="bilinear, transposed")
