@@ -30,21 +30,24 @@ KILN_DECOMP(mean) {
   return {div(s, ops::scalar_to_tensor(Scalar(reduced_count(x, a.opt_ints(1)).hint())))};
 }
 
-KILN_DECOMP(any) {
+// all / any: dim=None reduces every dim, an empty dim list none (each element's truth), as in
+// PyTorch (unlike sum, whose [] still means all dims); uint8 stays uint8, as PyTorch documents.
+Tensor truth_reduce(const Args& a, bool all_of) {
   const Tensor& x = a.tensor(0);
-  Tensor nz = ne(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
   auto dims = a.opt_ints(1);
-  Tensor r = gt(sum(nz, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))));
-  return {x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r};  // uint8 stays uint8, as PyTorch documents
+  Tensor zero = ops::scalar_to_tensor(Scalar(int64_t(0)));
+  Tensor r;
+  if (dims && dims->empty()) {
+    r = ne(x, zero);
+  } else {
+    Tensor hits = all_of ? eq(x, zero) : ne(x, zero);  // all: no zero; any: some nonzero
+    Tensor n = sum(hits, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2));
+    r = all_of ? eq(n, zero) : gt(n, zero);
+  }
+  return x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r;
 }
-
-KILN_DECOMP(all) {
-  const Tensor& x = a.tensor(0);
-  Tensor z = eq(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
-  auto dims = a.opt_ints(1);
-  Tensor r = eq(sum(z, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))));
-  return {x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r};  // uint8 stays uint8, as PyTorch documents
-}
+KILN_DECOMP(any) { return {truth_reduce(a, false)}; }
+KILN_DECOMP(all) { return {truth_reduce(a, true)}; }
 
 Tensor zero_i64() { return ops::scalar_to_tensor(Scalar(int64_t(0))); }
 using ops::num;

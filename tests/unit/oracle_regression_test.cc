@@ -107,6 +107,10 @@ TEST(OracleRegression, AllAnyKeepUInt8) {
   EXPECT_EQ(al.to_vector<int64_t>(), (std::vector<int64_t>{0, 1}));
   EXPECT_EQ(an.item<int64_t>(), 1);
   EXPECT_EQ(all(x.to(kInt8)).dtype(), kBool);
+  // An empty dim list reduces nothing for all/any (PyTorch's), each element's truth.
+  Tensor e = any(x.to(kFloat32), std::vector<int64_t>{});
+  EXPECT_EQ(e.sizes(), (Shape{2, 2}));
+  EXPECT_EQ(e.to_vector<int64_t>(), (std::vector<int64_t>{0, 1, 1, 1}));
 }
 
 // A NaN value is inserted after every element (PyTorch's binary search tests !(s >= v)).
