@@ -9,18 +9,24 @@ namespace kiln::decomp {
 namespace {
 using ops::Args;
 
-// The source index of every output (nearest mode), in float arithmetic as PyTorch.
-std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale) {
+// The source index of every output (nearest mode), in float arithmetic as PyTorch. PyTorch's 2-d
+// (4D input) kernel copies an unchanged size and repeats each source twice for a doubled size,
+// whatever the scale_factor (1.03 on 6 elements: a copy, not floor(o / 1.03)); its 1-d and 3-d
+// kernels use the scale throughout. `exact_sizes` selects the 2-d behaviour.
+std::vector<int64_t> nearest_index(int64_t in, int64_t out, double scale, bool exact_sizes) {
   std::vector<int64_t> idx;
-  for (int64_t o = 0; o < out; ++o)
-    idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
+  for (int64_t o = 0; o < out; ++o) {
+    if (exact_sizes && out == in) idx.push_back(o);
+    else if (exact_sizes && out == 2 * in) idx.push_back(o / 2);
+    else idx.push_back(std::min<int64_t>(int64_t(std::floor(float(o) * float(scale))), in - 1));
+  }
   return idx;
 }
 
 // scale: the source step per output element (PyTorch: 1/scale_factor if given, else in/out).
-Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool align_corners, DType dt) {
+Tensor interp_matrix(int64_t in, int64_t out, double scale, bool linear, bool align_corners, bool exact_sizes, DType dt) {
   std::vector<double> m(size_t(out * in), 0.0);
-  const std::vector<int64_t> nearest = linear ? std::vector<int64_t>() : nearest_index(in, out, scale);
+  const std::vector<int64_t> nearest = linear ? std::vector<int64_t>() : nearest_index(in, out, scale, exact_sizes);
   for (int64_t o = 0; o < out; ++o) {
     double* row = m.data() + o * in;
     if (!linear) {
@@ -69,10 +75,13 @@ KILN_DECOMP(interpolate) {
   const int64_t nd = x.dim() - 2;
   KILN_CHECK(nd >= 1 && nd <= 3, "interpolate: expected a 3D, 4D or 5D input, got ", x.dim(), "D");
   KILN_CHECK(is_floating(x.dtype()), "interpolate: expected a floating point input, got ", name(x.dtype()));
-  KILN_CHECK_HINT(mode == "nearest" || mode == "bilinear", "use mode=\"nearest\" or \"bilinear\"",
+  // The (multi)linear modes are one mode per input rank: linear (3D), bilinear (4D), trilinear (5D).
+  const bool linear = mode == "linear" || mode == "bilinear" || mode == "trilinear";
+  KILN_CHECK_HINT(mode == "nearest" || linear, "use mode=\"nearest\", \"linear\", \"bilinear\" or \"trilinear\"",
                   "interpolate: unsupported mode \"", mode, "\"");
-  const bool linear = mode == "bilinear";
-  KILN_CHECK(!linear || nd == 2, "interpolate: bilinear mode expects a 4D input, got ", x.dim(), "D");
+  const int64_t linear_nd = mode == "linear" ? 1 : mode == "bilinear" ? 2 : 3;
+  KILN_CHECK(!linear || nd == linear_nd, "interpolate: ", mode, " mode expects a ", linear_nd + 2, "D input, got ",
+             x.dim(), "D");
   KILN_CHECK(linear || !has_align, "interpolate: align_corners option can only be set with the interpolating modes: "
              "linear | bilinear | bicubic | trilinear");
   const bool has_size = !a.is_none(1), has_scale = !a.is_none(2);
@@ -101,14 +110,16 @@ KILN_DECOMP(interpolate) {
   if (!linear) {
     Tensor r = x;
     for (int64_t d = 0; d < nd && r.defined(); ++d)
-      r = nearest_exact(r, d + 2, x.size(d + 2), nearest_index(x.size(d + 2), out[size_t(d)], scale[size_t(d)]));
+      r = nearest_exact(r, d + 2, x.size(d + 2), nearest_index(x.size(d + 2), out[size_t(d)], scale[size_t(d)], nd == 2));
     if (r.defined()) return {contiguous(r)};
   }
   // Otherwise a matmul per dim (a nan or inf also reaches the outputs that weigh it by 0).
   const DType ct = x.dtype() == kFloat64 ? kFloat64 : kFloat32;  // 16-bit weights would round
   Tensor r = convert_element_type(x, ct);
   for (int64_t d = 0; d < nd; ++d) {
-    Tensor m = interp_matrix(x.size(d + 2), out[size_t(d)], scale[size_t(d)], linear, align, ct);
+    // An unchanged size is a copy in PyTorch's linear modes and 2-d nearest.
+    if (out[size_t(d)] == x.size(d + 2) && (linear || nd == 2)) continue;
+    Tensor m = interp_matrix(x.size(d + 2), out[size_t(d)], scale[size_t(d)], linear, align, nd == 2, ct);
     r = transpose(matmul(transpose(r, d + 2, -1), mT(m)), d + 2, -1);
   }
   return {convert_element_type(contiguous(r), x.dtype())};

@@ -1,4 +1,5 @@
 // Loss functions, decomposed into elementwise prims and reductions (PyTorch's formulas).
+#include <limits>
 #include "decomp/nn_util.h"
 
 namespace kiln::decomp {
@@ -169,7 +170,13 @@ std::pair<Tensor, Tensor> nll_parts(const Tensor& lp, const Tensor& t, const Ten
 }
 
 Tensor reduce_weighted(const Tensor& loss, const Tensor& tw, const std::string& reduction, const char* op) {
-  if (reduction == "mean") return div(sum(loss), sum(tw));
+  if (reduction == "mean") {
+    // Every target ignored (or weighted 0): 0/0 = NaN like PyTorch, but with a zero gradient
+    // (not inf * 0 = NaN), so one such batch leaves the parameters' gradients finite.
+    Tensor total = sum(tw);
+    Tensor none = eq(total, num(0));
+    return where(none, num(std::numeric_limits<double>::quiet_NaN()), div(sum(loss), where(none, num(1), total)));
+  }
   return reduce_loss(loss, reduction, op);
 }
 

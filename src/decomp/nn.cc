@@ -94,7 +94,8 @@ KILN_DECOMP(embedding) {
 KILN_DECOMP(embedding_bag) {
   const Tensor &idx = a.tensor(0), &w = a.tensor(1), &off = a.tensor(2);
   const std::string& mode = a.str(3);
-  KILN_CHECK(mode == "sum" || mode == "mean", "embedding_bag: mode must be \"sum\" or \"mean\", got ", mode);
+  KILN_CHECK(mode == "sum" || mode == "mean" || mode == "max",
+             "embedding_bag: mode must be \"sum\", \"mean\" or \"max\", got ", mode);
   KILN_CHECK(idx.dim() == 1 && off.dim() == 1, "embedding_bag: expected 1-D input and 1-D offsets, got ", idx.dim(),
              " and ", off.dim(), " dims");
   KILN_CHECK(is_integral(idx.dtype()) && is_integral(off.dtype()), "embedding_bag: expected integral input and offsets");
@@ -107,6 +108,11 @@ KILN_DECOMP(embedding_bag) {
   // Bag of element j: the number of offsets <= j, minus one; as a (bags, n) membership matrix.
   Tensor pos = unsqueeze(iota(n, 0, 1, kInt64, w.device()), 0);
   Tensor bag = sub(sum(ge(pos, unsqueeze(cast_to(off, kInt64), 1)), {0}), num(1));  // (n)
+  if (mode == "max") {  // per-bag elementwise max; an empty bag keeps its 0 (include_self=false)
+    Tensor index = expand(unsqueeze(convert_element_type(bag, kInt64), 1), rows.sym_sizes());
+    Tensor base = zeros(SymShape{SymInt(bags), w.sym_size(1)}, w.dtype(), w.device());
+    return {scatter_reduce(base, 0, index, rows, "amax", false)};
+  }
   Tensor member = convert_element_type(eq(unsqueeze(bag, 0), unsqueeze(iota(bags, 0, 1, kInt64, w.device()), 1)), w.dtype());
   Tensor out = matmul(member, rows);
   if (mode == "mean") out = div(out, maximum(sum(member, {1}, true), num(1)));  // empty bags give 0

@@ -141,9 +141,9 @@ KILN_DECOMP(adaptive_avg_pool2d) {
   KILN_CHECK(is_floating(x.dtype()), "adaptive_avg_pool2d: expected a floating point input, got ", name(x.dtype()));
   const std::vector<int64_t> o = expand_param(a.ints(1), 2, "adaptive_avg_pool2d", "output_size");
   KILN_CHECK(o[0] > 0 && o[1] > 0, "adaptive_avg_pool2d: output_size must be positive, got ", shape_str(o));
-  for (int64_t d = 0; d < x.dim() - 2; ++d)
-    KILN_CHECK(x.size(d) > 0, "adaptive_avg_pool2d: expected non-empty batch/channel dims, got shape ",
-               shape_str(x.sizes()));
+  // Like PyTorch: empty batch/channel dims give an empty result; the pooled dims must be non-empty.
+  KILN_CHECK(x.size(-2) > 0 && x.size(-1) > 0, "adaptive_avg_pool2d: expected non-empty spatial dims, got shape ",
+             shape_str(x.sizes()));
   const int64_t h = x.size(-2), w = x.size(-1);
   if (h % o[0] == 0 && w % o[1] == 0)  // equal windows: a plain average pool (no weights, nan stays local)
     return {avg_pool2d(x, {h / o[0], w / o[1]})};

@@ -30,19 +30,24 @@ KILN_DECOMP(mean) {
   return {div(s, ops::scalar_to_tensor(Scalar(reduced_count(x, a.opt_ints(1)).hint())))};
 }
 
-KILN_DECOMP(any) {
+// all / any: dim=None reduces every dim, an empty dim list none (each element's truth), as in
+// PyTorch (unlike sum, whose [] still means all dims); uint8 stays uint8, as PyTorch documents.
+Tensor truth_reduce(const Args& a, bool all_of) {
   const Tensor& x = a.tensor(0);
-  Tensor nz = ne(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
   auto dims = a.opt_ints(1);
-  return {gt(sum(nz, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))))};
+  Tensor zero = ops::scalar_to_tensor(Scalar(int64_t(0)));
+  Tensor r;
+  if (dims && dims->empty()) {
+    r = ne(x, zero);
+  } else {
+    Tensor hits = all_of ? eq(x, zero) : ne(x, zero);  // all: no zero; any: some nonzero
+    Tensor n = sum(hits, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2));
+    r = all_of ? eq(n, zero) : gt(n, zero);
+  }
+  return x.dtype() == kUInt8 ? convert_element_type(r, kUInt8) : r;
 }
-
-KILN_DECOMP(all) {
-  const Tensor& x = a.tensor(0);
-  Tensor z = eq(x, ops::scalar_to_tensor(Scalar(int64_t(0))));
-  auto dims = a.opt_ints(1);
-  return {eq(sum(z, dims ? IntList(*dims) : IntList(std::nullopt), a.b(2)), ops::scalar_to_tensor(Scalar(int64_t(0))))};
-}
+KILN_DECOMP(any) { return {truth_reduce(a, false)}; }
+KILN_DECOMP(all) { return {truth_reduce(a, true)}; }
 
 Tensor zero_i64() { return ops::scalar_to_tensor(Scalar(int64_t(0))); }
 using ops::num;
@@ -58,6 +63,15 @@ KILN_DECOMP(max_dim) {
 KILN_DECOMP(min_dim) {
   const Tensor& x = a.tensor(0);
   return {amin(x, {a.i64(1)}, a.b(2)), argmin(x, a.i64(1), a.b(2))};
+}
+
+// s^q (q > 0) whose gradient is 0 where s is 0, like PyTorch's norm and std backwards: the
+// derivative there is infinite (q < 1) and inf * 0 would give NaN. pow reads s through a where()
+// that feeds it 1 at the zeros, so no gradient flows into them.
+Tensor zero_safe_pow(const Tensor& s, double q) {
+  Tensor zero = eq(s, num(0));
+  Tensor safe = where(zero, num(1), s);
+  return where(zero, num(0), q == 0.5 ? sqrt(safe) : pow(safe, num(q)));
 }
 
 // ---------------------------------------------------------------- var / std
@@ -81,7 +95,7 @@ std::vector<Tensor> var_and_mean(const Args& a, const char* op) {
   return {v, keepdim ? m : mean(x, dims, false)};
 }
 KILN_DECOMP(var) { return {var_and_mean(a, "var")[0]}; }
-KILN_DECOMP(std) { return {sqrt(var_and_mean(a, "std")[0])}; }
+KILN_DECOMP(std) { return {zero_safe_pow(var_and_mean(a, "std")[0], 0.5)}; }
 KILN_DECOMP(var_mean) { return var_and_mean(a, "var_mean"); }
 
 // ---------------------------------------------------------------- norm
@@ -92,14 +106,17 @@ KILN_DECOMP(norm) {
   IntList dims = dims_arg(a, 2);
   const bool keepdim = a.b(3);
   Tensor ax = abs(x);
-  if (p == 2) return {sqrt(sum(mul(x, x), dims, keepdim))};
+  if (p == 2) return {zero_safe_pow(sum(mul(x, x), dims, keepdim), 0.5)};
   if (p == 1) return {sum(ax, dims, keepdim)};
   if (std::isinf(p)) {
     // max/min of |x|; an empty reduction is 0 for inf, like PyTorch's vector_norm.
     return {p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim)};
   }
   if (p == 0) return {sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim)};
-  return {pow(sum(pow(ax, num(p)), dims, keepdim), num(1.0 / p))};
+  // |x|^p for 0 < p < 1 has an infinite slope at 0: zero elements get a 0 gradient (PyTorch's).
+  Tensor powered = p > 0 ? zero_safe_pow(ax, p) : pow(ax, num(p));
+  Tensor total = sum(powered, dims, keepdim);
+  return {p > 0 ? zero_safe_pow(total, 1.0 / p) : pow(total, num(1.0 / p))};
 }
 
 // ---------------------------------------------------------------- logsumexp

@@ -58,20 +58,24 @@ KILN_DECOMP(median_dim) {
   return median_along(x, ops::wrap_dim(a.i64(1), x.dim()), a.b(2));
 }
 
+// s < v (right: s <= v) written as !(s >= v) (!(s > v)), PyTorch's binary-search test: a NaN
+// value is above every element, so its insertion point is the end.
+Tensor below(const Tensor& s, const Tensor& v, bool right) { return logical_not(right ? gt(s, v) : ge(s, v)); }
+
 // For each value, the count of sequence elements below it (right: at or below it): the
 // insertion point that keeps the sequence sorted. Compares all pairs, so it traces as plain ops.
 Tensor insertion_points(const Tensor& seq, const Tensor& values, bool right, bool out_int32, const char* op) {
   KILN_CHECK(seq.dim() >= 1, op, ": the boundaries / sorted sequence must have at least 1 dim");
   Tensor cmp;
   if (seq.dim() == 1) {
-    cmp = right ? le(seq, unsqueeze(values, -1)) : lt(seq, unsqueeze(values, -1));
+    cmp = below(seq, unsqueeze(values, -1), right);
   } else {
     const SymShape ss = seq.sym_sizes(), vs = values.sym_sizes();
     KILN_CHECK_HINT(vs.size() == ss.size() && SymShape(ss.begin(), ss.end() - 1) == SymShape(vs.begin(), vs.end() - 1),
                     "pass a 1-d sorted sequence, or one whose leading dims equal the values' leading dims", op,
                     ": sorted_sequence ", shape_str(ss), " and values ", shape_str(vs),
                     " must have the same dims except the last");
-    cmp = right ? le(unsqueeze(seq, -2), unsqueeze(values, -1)) : lt(unsqueeze(seq, -2), unsqueeze(values, -1));
+    cmp = below(unsqueeze(seq, -2), unsqueeze(values, -1), right);
   }
   return sum(cmp, {-1}, false, out_int32 ? kInt32 : kInt64);
 }

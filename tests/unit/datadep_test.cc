@@ -99,7 +99,26 @@ TEST(DataDep, ErrorsOnFakeTensorsAndDim) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("data-dependent"), std::string::npos) << e.what();
   }
-  EXPECT_THROW(unique(zeros({3}), true, false, false, 0), Error);
+  EXPECT_THROW(unique(zeros({3}), true, false, false, 1), Error);             // dim out of range
+  EXPECT_THROW(unique(scalar_tensor(1.0), true, false, false, 0), Error);    // 0-d has no dim
+}
+
+// unique(dim): distinct slices sorted lexicographically, inverse per slice, counts.
+TEST(DataDep, UniqueAlongDim) {
+  Tensor x = tensor<double>({1, 2, 3, 0, 0, 1, 1, 2, 3, 0, 0, 0}, {4, 3});
+  auto [u, inv, cnt] = unique(x, true, true, true, 0);
+  EXPECT_EQ(u.sizes(), (Shape{3, 3}));
+  EXPECT_EQ(u.to_vector<double>(), (std::vector<double>{0, 0, 0, 0, 0, 1, 1, 2, 3}));
+  EXPECT_EQ(inv.to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 2, 0}));
+  EXPECT_EQ(cnt.to_vector<int64_t>(), (std::vector<int64_t>{1, 1, 2}));
+  // Columns (dim -1) of a non-contiguous view: the transposed rows above.
+  auto [ut, invt, cntt] = unique(x.transpose(0, 1), true, true, true, -1);
+  EXPECT_EQ(ut.sizes(), (Shape{3, 3}));
+  EXPECT_EQ(ut.to_vector<double>(), (std::vector<double>{0, 0, 1, 0, 0, 2, 0, 1, 3}));
+  EXPECT_EQ(invt.to_vector<int64_t>(), (std::vector<int64_t>{2, 1, 2, 0}));
+  // A slice holding a NaN equals no other.
+  Tensor n = tensor<double>({std::nan(""), 1, std::nan(""), 1}, {2, 2});
+  EXPECT_EQ(std::get<0>(unique(n, true, false, false, 0)).size(0), 2);
 }
 
 }  // namespace

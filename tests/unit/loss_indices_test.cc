@@ -285,7 +285,7 @@ TEST(EmbeddingBag, SumMeanAndEmptyBags) {
   Tensor w = zeros({4, 2});
   EXPECT_THROW(embedding_bag(tensor<int64_t>({0, 1}), w, tensor<int64_t>({1})), Error);  // offsets[0] != 0
   EXPECT_THROW(embedding_bag(tensor<int64_t>({0, 4}), w, tensor<int64_t>({0})), Error);  // index out of range
-  EXPECT_THROW(embedding_bag(tensor<int64_t>({0, 1}), w, tensor<int64_t>({0}), "max"), Error);
+  EXPECT_THROW(embedding_bag(tensor<int64_t>({0, 1}), w, tensor<int64_t>({0}), "min"), Error);  // sum, mean, max only
   EXPECT_THROW(embedding_bag(tensor<int64_t>({0, 1}, {1, 2}), w, tensor<int64_t>({0})), Error);
 }
 

@@ -41,13 +41,16 @@ KILN_DERIVATIVE(cross_entropy) {
   Tensor wy = has_w ? where(valid, reshape(index_select(wc, 0, reshape(safe, {-1})), t.sym_sizes()), num(0))
                     : convert_element_type(valid, c);
   Tensor gr = upcast(g.grads[0]);
-  if (reduction == "mean") gr = div(gr, sum(wy));
+  // Every target ignored: the mean is 0/0 = NaN, its gradient 0 (PyTorch's), not inf * 0.
+  Tensor total = sum(wy), none = eq(total, num(0));
+  if (reduction == "mean") gr = div(gr, where(none, num(1), total));
   Tensor gi = mul(expand(gr, t.sym_sizes()), convert_element_type(valid, c));  // 0 on ignored rows
   Tensor gu = unsqueeze(gi, cd);
   std::vector<Tensor> r(g.inputs.size());
   if (g.needs(0)) {
     Tensor coef = mul(wy, num(1 - eps));
-    if (eps > 0) coef = add(coef, mul(has_w ? sum(wc) : num(C), num(eps / C)));
+    // (num * num would be a float32 product of two wrapped numbers: eps itself when unweighted.)
+    if (eps > 0) coef = add(coef, has_w ? mul(sum(wc), num(eps / C)) : num(eps));
     Tensor inner = sub(mul(exp(lp), unsqueeze(coef, cd)), mul(onehot, unsqueeze(mul(wy, num(1 - eps)), cd)));
     if (eps > 0) inner = sub(inner, has_w ? mul(along(wc, n, cd), num(eps / C)) : num(eps / C));
     r[0] = mul(gu, inner);
@@ -57,7 +60,7 @@ KILN_DERIVATIVE(cross_entropy) {
     if (reduction == "mean") {
       // The mean's denominator depends on the weights too: d(S/T) = (dS - (S/T) dT) / T.
       Tensor out = is_grad_enabled() ? cross_entropy(x, t, g.inputs[2], reduction, ignore, eps) : g.outputs[0];
-      pick = sub(pick, mul(onehot, upcast(out)));
+      pick = sub(pick, mul(onehot, where(none, num(0), upcast(out))));
     }
     Tensor contrib = mul(gu, eps > 0 ? sub(pick, mul(lp, num(eps / C))) : pick);
     std::vector<int64_t> dims;

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "autograd/derivatives/common.h"
+#include "core/tensor_impl.h"
 
 namespace kiln::autograd {
 namespace {
@@ -91,7 +92,10 @@ KILN_DERIVATIVE(pow) {
   Tensor gx, gexp;
   if (g.needs(0)) {
     // e * x^(e-1), taken as 0 where e == 0 (so 0^0 has no NaN gradient)
-    Tensor t = mul(e, pow(x, sub(e, num(1))));
+    // A Python-number exponent is a wrapped number, and wrapped - wrapped would be computed in
+    // the default dtype (float32): e - 1 is taken in double instead.
+    Tensor em1 = e.impl()->wrapped_number ? num(e.item<double>() - 1) : sub(e, num(1));
+    Tensor t = mul(e, pow(x, em1));
     gx = to_input(g, 0, mul(d, where(eq(e, num(0)), zeros_like(t), t)));
   }
   if (g.needs(1)) {

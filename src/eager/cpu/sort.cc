@@ -52,6 +52,8 @@ void for_lines(const Tensor& x, int64_t dim, F f) {
 std::vector<Tensor> sort_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   Tensor values = make_tensor(specs[0]), indices = make_tensor(specs[1]);
   if (values.numel() == 0) return {values, indices};
+  // A 0-d input is its own top element, for k = 1 and (as in PyTorch) for k = 0 too.
+  if (a.tensor(0).dim() == 0) return {clone(a.tensor(0)), zeros(SymIntList{}, kInt64, a.tensor(0).device())};
   const Tensor x = a.tensor(0).contiguous();
   const int64_t dim = ops::wrap_dim(a.i64(1), x.dim());
   const bool desc = a.b(2);
@@ -80,6 +82,8 @@ std::vector<Tensor> sort_kernel(const Args& a, const std::vector<TensorSpec>& sp
 std::vector<Tensor> topk_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   Tensor values = make_tensor(specs[0]), indices = make_tensor(specs[1]);
   if (values.numel() == 0) return {values, indices};
+  // A 0-d input is its own top element, for k = 1 and (as in PyTorch) for k = 0 too.
+  if (a.tensor(0).dim() == 0) return {clone(a.tensor(0)), zeros(SymIntList{}, kInt64, a.tensor(0).device())};
   const Tensor x = a.tensor(0).contiguous();
   const int64_t k = a.i64(1);
   const int64_t dim = ops::wrap_dim(a.i64(2), x.dim());

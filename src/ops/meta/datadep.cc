@@ -21,8 +21,14 @@ KILN_META(nonzero) {
 KILN_META(unique) {
   const Tensor& x = a.tensor(0);
   check_not_fake(x, "unique");
-  KILN_CHECK_HINT(a.is_none(4), "flatten the tensor or call unique without dim",
-                  "unique: the dim argument is not supported yet");
+  if (!a.is_none(4)) {  // unique slices along dim: the output keeps x's rank
+    KILN_CHECK(x.dim() > 0, "unique: dim given for a 0-d tensor");
+    wrap_dim(*a.opt_i64(4), x.dim());  // checks the range
+    SymShape s = x.sym_sizes();
+    s[size_t(wrap_dim(*a.opt_i64(4), x.dim()))] = SymInt(0);
+    return {spec_like(x, s, x.dtype()), spec_like(x, SymShape{SymInt(0)}, kInt64),
+            spec_like(x, SymShape{SymInt(0)}, kInt64)};
+  }
   return {spec_like(x, SymShape{SymInt(0)}, x.dtype()), spec_like(x, SymShape{SymInt(0)}, kInt64),
           spec_like(x, SymShape{SymInt(0)}, kInt64)};
 }
