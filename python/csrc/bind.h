@@ -46,6 +46,8 @@ nb::object wrap_outputs(ops::OpId op, std::vector<Tensor>&& out);
 
 // kiln.Error carries the Python caller's file and line.
 void register_errors(nb::module_& m);
+// The innermost Python frame outside the kiln package (file, line).
+std::pair<std::string, int> python_caller();
 
 void bind_dtypes(nb::module_& m);
 void bind_tensor(nb::module_& m);
@@ -54,5 +56,6 @@ void bind_interop(nb::module_& m, nb::handle tensor_cls);
 void bind_autograd(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_optim(nb::module_& m);
+void bind_compile(nb::module_& m);
 
 }  // namespace kiln::py

@@ -12,6 +12,8 @@ namespace {
 PyObject* g_error_type = nullptr;
 std::string g_package_dir;  // frames in kiln's own Python files are skipped
 
+}  // namespace
+
 // The innermost Python frame outside the kiln package: file and line.
 std::pair<std::string, int> python_caller() {
   if (g_package_dir.empty()) {  // the package's folder, known once kiln/__init__.py has run
@@ -43,6 +45,8 @@ std::pair<std::string, int> python_caller() {
   }
   return first;
 }
+
+namespace {
 
 void set_kiln_error(const Error& e) {
   Error::Info info = e.info();

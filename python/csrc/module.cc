@@ -13,4 +13,5 @@ NB_MODULE(_C, m) {
   bind_autograd(m);
   bind_runtime(m);
   bind_optim(m);
+  bind_compile(m);
 }

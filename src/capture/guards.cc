@@ -86,7 +86,8 @@ std::optional<std::string> GuardSet::check(const std::vector<ArgValue>& args) co
   for (const auto& [i, m] : modules) {
     if (args[i].module != m.module) return "argument " + std::to_string(i) + " is a different module";
     if (args[i].module_state != m.module_state)
-      return "argument " + std::to_string(i) + ": the module's parameters or buffers were replaced or added";
+      return "argument " + std::to_string(i) +
+             ": the module changed (a parameter or buffer replaced or added, or an attribute such as training assigned)";
   }
   if (symbols.empty()) return std::nullopt;
   std::map<std::string, int64_t> env;

@@ -1,6 +1,7 @@
 // Recording ops into a Graph while running on fake tensors.
 #include "capture/tracer.h"
 
+#include "capture/lazy.h"
 #include "core/tensor_impl.h"
 
 namespace kiln::capture {
@@ -11,6 +12,7 @@ thread_local Tracer* g_tracer = nullptr;
 struct Recorder : sym::GuardRecorder {
   Tracer* t;
   void record(const char* rel, const sym::ExprPtr& a, const sym::ExprPtr& b, bool result) override {
+    if (sym::equal(a, b)) return;  // s0 == s0 holds whatever s0 is
     t->relations.push_back(RelationGuard{rel, a, b, result});
   }
 };
@@ -131,8 +133,8 @@ void Tracer::set_outputs(const std::vector<Tensor>& outs) {
 }
 
 void Tracer::graph_break(const std::string& reason) {
-  BreakInfo b{reason, "", 0};
-  if (const SourceLoc* loc = ops::current_call_site()) b.file = loc->file_name(), b.line = loc->line();
+  ExplainReport::Break where = user_location(reason);
+  BreakInfo b{reason, where.file, where.line};
   brk = b;
   Error::Info info;
   info.message = "graph break: " + reason;

@@ -127,6 +127,11 @@ void canonicalize_args(ops::OpId op, std::vector<NodeArg>& args) {
 std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& args) {
   NoGradGuard no_grad;
   AutocastGuard no_autocast(kBFloat16, false);
+  // Random ops draw their (seed, offset) when they run; inferring their shapes must not draw.
+  struct KeepGenerator {
+    GeneratorState saved = generator_state();
+    ~KeepGenerator() { set_generator_state(saved); }
+  } keep_generator;
   FakeMode fake;
   std::vector<ops::Arg> boxed;
   for (const NodeArg& a : args) boxed.push_back(box_arg(a, fake_of));

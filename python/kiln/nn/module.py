@@ -35,6 +35,16 @@ def _addindent(text, spaces):
     return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
 
 
+_MISSING = object()
+_config = [0]  # bumped by every attribute assignment on any Module
+
+
+def config_version():
+    """A number that changes whenever an attribute of any Module is assigned (kiln.compile's
+    guard on module attributes read while tracing)."""
+    return _config[0]
+
+
 class Module:
     """Base class of every layer and model (as torch.nn.Module). Subclasses call
     super().__init__() first, then assign Parameters, Modules and tensors as attributes."""
@@ -124,6 +134,10 @@ class Module:
 
     def __setattr__(self, name, value):
         d = self.__dict__
+        if d.get(name, _MISSING) is not value:
+            # kiln.compile guards on this counter: a compiled call traced before any module's
+            # attribute (training, eps, a flag, a submodule) changed is not reused after.
+            _config[0] += 1
         params = d.get("_parameters")
         if isinstance(value, Parameter):
             if params is None:
@@ -304,7 +318,9 @@ class Module:
         if not isinstance(mode, bool):
             raise TypeError("train(): mode must be a bool")
         for m in self.modules():
-            m.__dict__["training"] = mode
+            if m.__dict__.get("training") is not mode:
+                m.__dict__["training"] = mode
+                _config[0] += 1
         return self
 
     def eval(self):

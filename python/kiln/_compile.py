@@ -1,0 +1,192 @@
+"""kiln.compile for Python functions and modules (the engine is C++: src/capture).
+
+The call's arguments are flattened (tuples, lists, dicts) into leaves: tensors become graph
+inputs, numbers are guarded by value, modules by identity, by their parameters' and buffers'
+identities and by a counter of attribute assignments on any kiln.nn.Module (self.training, eps,
+flags...). Other leaves (strings, None, ...) and the structure select a separate cache.
+"""
+import contextlib
+import functools
+
+from . import _C
+from .nn import module as _module
+
+_LEAF_TYPES = (bool, int, float)
+
+
+def _flatten(obj, leaves, static):
+    """Appends obj's tensors, numbers and modules to leaves; returns a structure spec."""
+    if isinstance(obj, _C.Tensor) or isinstance(obj, _LEAF_TYPES):
+        leaves.append(obj)
+        return "*"
+    if isinstance(obj, _module.Module):
+        leaves.append(_module_leaf(obj))
+        return "m"
+    if isinstance(obj, (list, tuple)):
+        return (type(obj), tuple(_flatten(o, leaves, static) for o in obj))
+    if isinstance(obj, dict):
+        keys = tuple(obj.keys())
+        return (dict, keys, tuple(_flatten(obj[k], leaves, static) for k in keys))
+    static.append(obj)
+    return ("static", len(static) - 1)
+
+
+def _module_leaf(m):
+    tensors = [t for _, t in m.named_parameters()] + [t for _, t in m.named_buffers()]
+    return (m, tensors, _module.config_version())
+
+
+def _unflatten(spec, it, static):
+    if spec == "*" or spec == "m":
+        return next(it)
+    if spec[0] == "static":
+        return static[spec[1]]
+    if spec[0] is dict:
+        return {k: _unflatten(s, it, static) for k, s in zip(spec[1], spec[2])}
+    items = [_unflatten(s, it, static) for s in spec[1]]
+    return items if spec[0] is list else tuple(items) if spec[0] is tuple else spec[0](*items)
+
+
+def _flatten_output(out):
+    tensors = []
+
+    def walk(o):
+        if isinstance(o, _C.Tensor):
+            tensors.append(o)
+            return "*"
+        if isinstance(o, (list, tuple)):
+            return (type(o), tuple(walk(x) for x in o))
+        if isinstance(o, dict):
+            return (dict, tuple(o.keys()), tuple(walk(v) for v in o.values()))
+        if o is None:
+            return ("static", None)
+        raise TypeError(f"kiln.compile: a compiled function must return tensors (or lists/tuples/dicts of them), "
+                        f"not {type(o).__name__}")
+    return walk(out), tensors
+
+
+def _rebuild_output(spec, it):
+    if spec == "*":
+        return next(it)
+    if spec[0] == "static":
+        return spec[1]
+    if spec[0] is dict:
+        return {k: _rebuild_output(s, it) for k, s in zip(spec[1], spec[2])}
+    items = [_rebuild_output(s, it) for s in spec[1]]
+    return items if spec[0] is list else tuple(items)
+
+
+class CompiledFunction:
+    """A function (or module) compiled by kiln.compile; call it like the original."""
+
+    def __init__(self, fn, options):
+        self._fn = fn
+        self._options = options
+        self._engines = {}  # (argument structure, static leaves) -> engine
+        self._out_specs = {}
+        functools.update_wrapper(self, fn if not isinstance(fn, _module.Module) else fn.forward, updated=())
+
+    def _engine(self, key):
+        e = self._engines.get(key)
+        if e is None:
+            o = self._options
+            name = getattr(self._fn, "__qualname__", type(self._fn).__name__)
+            e = _C._CompileEngine(o["backend"], o["dynamic"], o["recompile_limit"], o["error_on_recompile_limit"],
+                                  o["fullgraph"], name)
+            self._engines[key] = e
+        return e
+
+    def __call__(self, *args, **kwargs):
+        leaves, static = [], []
+        fn = self._fn
+        if isinstance(fn, _module.Module):
+            spec = _flatten(((fn,) + args, kwargs), leaves, static)
+        else:
+            spec = _flatten((args, kwargs), leaves, static)
+        try:
+            key = (spec, tuple(static))
+            hash(key)
+        except TypeError:
+            key = (spec, tuple(id(s) for s in static))
+        engine = self._engine(key)
+        out_spec = []
+
+        def body(values):
+            a, k = _unflatten(spec, iter(values), static)
+            out = fn(*a[1:], **k) if isinstance(fn, _module.Module) else fn(*a, **k)
+            s, tensors = _flatten_output(out)
+            out_spec.append(s)
+            return tensors
+
+        outs = engine.call(leaves, body)
+        if out_spec:
+            self._out_specs[key] = out_spec[-1]
+        return _rebuild_output(self._out_specs[key], iter(outs))
+
+    def explain(self):
+        """What capture did (merged over argument structures): see kiln.explain."""
+        return Explanation([e.report() for e in self._engines.values()])
+
+    def __get__(self, obj, objtype=None):  # decorating a method
+        return self if obj is None else functools.partial(self, obj)
+
+
+class Explanation:
+    """kiln.explain's result: graph_count, ops_per_graph, breaks [(reason, file, line)], guards,
+    recompile_reasons, compile_ms, graphs (IR text), specializations; str() prints it readably."""
+
+    def __init__(self, reports):
+        self.graph_count = sum(r["graph_count"] for r in reports)
+        self.break_count = sum(len(r["breaks"]) for r in reports)
+        for field in ("ops_per_graph", "breaks", "guards", "recompile_reasons", "compile_ms", "graphs",
+                      "specializations"):
+            setattr(self, field, [x for r in reports for x in r[field]])
+        self.eager_fallback = any(r["eager_fallback"] for r in reports)
+        self._text = "\n".join(r["text"] for r in reports)
+
+    def __str__(self):
+        return self._text
+
+    __repr__ = __str__
+
+
+def compile(fn=None, *, backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
+            error_on_recompile_limit=False, mode=None):
+    """Captures fn (a function or a kiln.nn.Module) as graphs guarded by what they assumed; usable as
+    a decorator (@kiln.compile or @kiln.compile(backend=...)). See docs/compile.md."""
+    options = dict(backend=backend, dynamic=dynamic, fullgraph=fullgraph, recompile_limit=recompile_limit,
+                   error_on_recompile_limit=error_on_recompile_limit)
+    if fn is None:
+        return lambda f: CompiledFunction(f, options)
+    return CompiledFunction(fn, options)
+
+
+def explain(fn, *args, **kwargs):
+    """Compiles fn afresh, calls it once with the arguments, and returns what capture did."""
+    c = CompiledFunction(fn, dict(backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
+                                  error_on_recompile_limit=False))
+    c(*args, **kwargs)
+    return c.explain()
+
+
+def mark_dynamic(t, dim, min=None, max=None):
+    """Makes dim `dim` of t symbolic whenever t is passed to a compiled function."""
+    _C.mark_dynamic(t, dim, min, max)
+
+
+def cond(pred, true_fn, false_fn, operands=()):
+    return _C.cond(pred, true_fn, false_fn, tuple(operands))
+
+
+@contextlib.contextmanager
+def lazy(backend="eager"):
+    """Lazy mode: ops inside are recorded, not run; data is computed when read or at the end."""
+    scope = _C._LazyScope(backend)
+    try:
+        yield scope
+    finally:
+        del scope
+
+
+set_logs = _C.set_logs
+list_backends = _C.list_backends

@@ -1,0 +1,183 @@
+"""kiln.compile from Python (eager backend): results equal eager kiln and PyTorch; guards,
+recompiles, dynamic sizes, graph breaks and explain behave as documented (docs/compile.md)."""
+import numpy as np
+import pytest
+import torch
+
+import kiln
+
+
+def same(a, b):
+    np.testing.assert_array_equal(np.asarray(a.detach().numpy()), np.asarray(b.detach().numpy()))
+
+
+def rand(*shape):
+    return kiln.tensor(np.random.default_rng(len(shape) + shape[0]).standard_normal(shape).astype(np.float32))
+
+
+def test_function_matches_eager_and_torch():
+    def f(x, w, b):
+        return kiln.nn.functional.gelu(x @ w + b).softmax(-1)
+
+    def tf(x, w, b):
+        return torch.nn.functional.gelu(x @ w + b).softmax(-1)
+
+    x, w, b = rand(4, 8), rand(8, 5), rand(5)
+    cf = kiln.compile(f)
+    same(cf(x, w, b), f(x, w, b))
+    np.testing.assert_allclose(cf(x, w, b).numpy(), tf(*(torch.from_dlpack(t) for t in (x, w, b))).numpy(),
+                               rtol=1e-5, atol=1e-6)
+    e = cf.explain()
+    assert e.graph_count == 1 and e.break_count == 0
+    assert e.ops_per_graph == [4]  # matmul, add, gelu, softmax
+
+
+def test_decorator_and_module():
+    model = kiln.nn.Sequential(kiln.nn.Linear(6, 16), kiln.nn.ReLU(), kiln.nn.Linear(16, 3))
+    cm = kiln.compile(model)
+    x = rand(5, 6)
+    same(cm(x), model(x))
+
+    @kiln.compile(dynamic=False)
+    def g(x, scale=2.0):
+        return (x * scale).sum(0)
+    same(g(x), (x * 2.0).sum(0))
+    same(g(x, scale=3.0), (x * 3.0).sum(0))
+    assert g.explain().graph_count == 2  # the scale is guarded by value
+
+
+def test_optimizer_updates_do_not_recompile():
+    model = kiln.nn.Linear(4, 2)
+    opt = kiln.optim.SGD(model.parameters(), lr=0.1)
+    step = kiln.compile(lambda x: model(x).pow(2).mean())
+    x = rand(3, 4)
+    for _ in range(3):
+        loss = step(x)
+        expected = model(x).pow(2).mean()
+        same(loss, expected)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    assert step.explain().graph_count == 1
+
+
+def test_module_attributes_are_guarded():
+    model = kiln.nn.Sequential(kiln.nn.Linear(4, 4), kiln.nn.Dropout(0.5))
+    cm = kiln.compile(model)
+    x = rand(8, 4)
+    model.eval()
+    same(cm(x), model(x))
+    model.train()
+    kiln.manual_seed(3)
+    y = cm(x)
+    kiln.manual_seed(3)
+    same(y, model(x))  # dropout active again: the eval graph was not reused
+    e = cm.explain()
+    assert e.graph_count == 2 and "attribute" in e.recompile_reasons[0]
+
+
+def test_recompiles_and_dynamic_sizes():
+    traces = []
+
+    def f(x):
+        traces.append(1)
+        return x.relu() + 1
+
+    cf = kiln.compile(f)
+    for n in (3, 5, 9, 17):
+        x = rand(n, 2)
+        same(cf(x), f(x))
+    assert len(traces) - 4 == 2  # static at 3, symbolic from 5 on (minus the 4 eager calls)
+    cf(rand(5, 2).double())
+    assert len(traces) - 4 == 3  # dtype
+    assert any("dtype float64" in r for r in cf.explain().recompile_reasons)
+
+
+def test_mark_dynamic():
+    cf = kiln.compile(lambda x: x.sum(0))
+    for n in (4, 6, 8):
+        x = rand(n, 3)
+        kiln.mark_dynamic(x, 0)
+        same(cf(x), x.sum(0))
+    assert cf.explain().graph_count == 1
+
+
+def test_graph_break_with_location():
+    def f(x):
+        y = x.exp()
+        if y.sum() > 3:  # a host sync: the graph breaks here
+            return y * 2
+        return y - 1
+
+    cf = kiln.compile(f)
+    for x in (kiln.zeros(2), kiln.ones(2) * 3, kiln.zeros(2)):
+        same(cf(x), f(x))
+    e = cf.explain()
+    assert e.break_count == 1
+    reason, file, line = e.breaks[0]
+    assert file == __file__ and line == f.__code__.co_firstlineno + 2, e.breaks
+    with pytest.raises(kiln.Error, match="graph break"):
+        kiln.compile(f, fullgraph=True)(kiln.zeros(2))
+
+
+def test_data_dependent_shape_breaks():
+    def f(x):
+        return x[x > 0] * 2
+    cf = kiln.compile(f)
+    x = kiln.tensor([1.0, -2.0, 3.0])
+    same(cf(x), f(x))
+    assert cf.explain().break_count == 1
+
+
+def test_cond_has_no_break():
+    def f(x):
+        return kiln.cond(x.sum() > 0, lambda a: a * 2, lambda a: a - 1, (x,))
+    cf = kiln.compile(f)
+    for x in (kiln.ones(3), -kiln.ones(3)):
+        same(cf(x), f(x))
+    e = cf.explain()
+    assert e.graph_count == 1 and e.break_count == 0
+
+
+def test_recompile_limit(capfd):
+    cf = kiln.compile(lambda x: x + 1, dynamic=False, recompile_limit=2)
+    for n in (2, 3, 4):
+        same(cf(kiln.zeros(n)), kiln.ones(n))
+    assert cf.explain().eager_fallback
+    assert "recompile limit" in capfd.readouterr().err
+    strict = kiln.compile(lambda x: x + 1, dynamic=False, recompile_limit=1, error_on_recompile_limit=True)
+    strict(kiln.zeros(2))
+    with pytest.raises(kiln.Error, match="recompile limit"):
+        strict(kiln.zeros(3))
+
+
+def test_recompile_log_names_the_guard(capfd):
+    kiln.set_logs("recompiles")
+    try:
+        cf = kiln.compile(lambda x: x * 2)
+        cf(kiln.zeros(2, 3))
+        cf(kiln.zeros(2, 3, dtype=kiln.float64))
+    finally:
+        kiln.set_logs("")
+    err = capfd.readouterr().err
+    assert "[kiln:recompiles]" in err and "dtype float64, expected float32" in err
+
+
+def test_gradients_through_compiled_function():
+    w = rand(3, 3).requires_grad_()
+    f = lambda x: (x @ w).tanh().sum()  # noqa: E731
+    x = rand(2, 3)
+    kiln.compile(f)(x).backward()
+    g1 = w.grad.clone()
+    w.grad = None
+    f(x).backward()
+    same(g1, w.grad)
+
+
+def test_lazy_mode():
+    x = rand(4, 4)
+    with kiln.lazy():
+        y = (x @ x).relu().sum(1)
+        total = float(y.sum())  # a sync point: computed now
+    same(y, (x @ x).relu().sum(1))
+    assert abs(total - float((x @ x).relu().sum())) < 1e-4
