@@ -209,6 +209,33 @@ ExplainReport explain(F fn, A&&... args) {
 Tensor cond(const Tensor& pred, const std::function<Tensor()>& true_fn, const std::function<Tensor()>& false_fn,
             SourceLoc loc = SourceLoc::current());
 
+namespace capture {
+// While alive: code runs outside capture. Under a trace it is a graph break (what follows runs
+// in segments, this part eagerly); in lazy mode pending work is computed first, then ops run
+// eagerly until the scope ends.
+class OpaqueScope {
+ public:
+  explicit OpaqueScope(const std::string& what);
+  ~OpaqueScope();
+  OpaqueScope(const OpaqueScope&) = delete;
+  OpaqueScope& operator=(const OpaqueScope&) = delete;
+
+ private:
+  struct Saved;
+  std::unique_ptr<Saved> saved_;
+};
+}  // namespace capture
+
+// A function compile() never looks into: calls to it are graph breaks, and it runs eagerly on
+// real tensors (for code capture can't handle, or that must run as written: logging, I/O).
+template <class F>
+auto opaque(F fn, std::string name = "a function marked opaque") {
+  return [fn = std::move(fn), name](auto&&... args) -> decltype(auto) {
+    capture::OpaqueScope scope(name);
+    return fn(std::forward<decltype(args)>(args)...);
+  };
+}
+
 // Lazy mode (the XLA execution model): inside the scope, ops are recorded instead of run; a
 // tensor's data is computed when it is read (a sync point) or when the scope ends, by compiling
 // the pending graph (once per distinct graph: cached by its structure) with `backend`.

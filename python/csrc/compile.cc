@@ -128,6 +128,8 @@ void bind_compile(nb::module_& m) {
   }, nb::arg("pred"), nb::arg("true_fn"), nb::arg("false_fn"), nb::arg("operands") = nb::tuple(),
      "true_fn(*operands) if pred else false_fn(*operands); under kiln.compile both branches are captured\n"
      "(no graph break) and the result is selected with where, so they must not have side effects.");
+  nb::class_<capture::OpaqueScope>(m, "_OpaqueScope")
+      .def("__init__", [](capture::OpaqueScope* self, const std::string& what) { new (self) capture::OpaqueScope(what); });
   nb::class_<LazyScope>(m, "_LazyScope")
       .def("__init__", [](LazyScope* self, const std::string& backend) { new (self) LazyScope(backend); },
            nb::arg("backend") = "eager")

@@ -20,7 +20,7 @@ from ._creation import (zeros, ones, empty, full, rand, randn, randint, randperm
 from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
 from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel, isclose, allclose, equal
 from . import autograd, nn, optim  # noqa: E402
-from ._compile import compile, explain, mark_dynamic, cond, lazy, set_logs, list_backends  # noqa: E402
+from ._compile import compile, explain, mark_dynamic, cond, lazy, opaque, set_logs, list_backends  # noqa: E402
 
 # Public types report themselves as kiln.X (reprs, help(), pickling names), not kiln._C.X.
 for _t in (Tensor, dtype, device):

@@ -188,5 +188,20 @@ def lazy(backend="eager"):
         del scope
 
 
+def opaque(fn):
+    """Marks fn as opaque to kiln.compile: calling it is a graph break, and it runs eagerly on real
+    tensors (for code capture can't or shouldn't look into: logging, I/O, other libraries)."""
+    name = getattr(fn, "__qualname__", "a function marked opaque")
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        scope = _C._OpaqueScope(name)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            del scope
+    return wrapped
+
+
 set_logs = _C.set_logs
 list_backends = _C.list_backends

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "autograd/engine.h"
+#include "capture/tracer.h"
 #include "core/tensor_impl.h"
 
 namespace kiln::capture {
@@ -155,6 +156,26 @@ LazyInstall::~LazyInstall() {
   tensor_hooks() = prev_hooks_;
   ops::set_dispatch_mode(prev_mode_);
   g_recorder = prev_recorder_;
+}
+
+struct OpaqueScope::Saved {
+  ops::DispatchMode* mode;
+  TensorHooks hooks;
+  LazyRecorder* recorder;
+};
+
+OpaqueScope::OpaqueScope(const std::string& what) {
+  if (Tracer* t = active_tracer()) t->graph_break("a call to " + what + " (kiln::opaque)");
+  if (g_recorder) g_recorder->sync("a call to " + what + " (kiln::opaque)");
+  saved_.reset(new Saved{ops::set_dispatch_mode(nullptr), tensor_hooks(), g_recorder});
+  tensor_hooks() = TensorHooks{};
+  g_recorder = nullptr;
+}
+
+OpaqueScope::~OpaqueScope() {
+  g_recorder = saved_->recorder;
+  tensor_hooks() = saved_->hooks;
+  ops::set_dispatch_mode(saved_->mode);
 }
 
 }  // namespace kiln::capture

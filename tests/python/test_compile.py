@@ -181,3 +181,23 @@ def test_lazy_mode():
         total = float(y.sum())  # a sync point: computed now
     same(y, (x @ x).relu().sum(1))
     assert abs(total - float((x @ x).relu().sum())) < 1e-4
+
+
+def test_opaque_call_is_a_break_and_runs_eagerly():
+    seen = []
+
+    @kiln.opaque
+    def log_value(t):
+        seen.append(float(t.sum()))  # real data: it runs eagerly
+        return t
+
+    def f(x):
+        y = log_value(x * 2)
+        return y + 1
+
+    cf = kiln.compile(f)
+    x = kiln.ones(3)
+    same(cf(x), f(x))
+    assert seen == [6.0, 6.0]
+    e = cf.explain()
+    assert e.break_count == 1 and "opaque" in e.breaks[0][0]

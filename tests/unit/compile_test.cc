@@ -222,5 +222,21 @@ TEST(Compile, LazyScopeComputesOnSync) {
   expect_equal(y, (x.exp() + 1).log());
 }
 
+TEST(Compile, OpaqueCallsBreakAndRunEagerly) {
+  std::vector<double> seen;
+  auto log_sum = opaque([&](const Tensor& t) {
+    seen.push_back(t.sum().item<double>());  // real data: it runs eagerly
+    return t;
+  });
+  auto fn = [&](const Tensor& x) { return log_sum(x * 2) + 1; };
+  auto f = compile(fn);
+  Tensor x = ones({3});
+  expect_equal(f(x), ones({3}) * 3);
+  EXPECT_EQ(seen, std::vector<double>{6.0});
+  ExplainReport r = f.report();
+  ASSERT_EQ(r.breaks.size(), 1u);
+  EXPECT_NE(r.breaks[0].reason.find("opaque"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace kiln
