@@ -113,15 +113,7 @@ void bind_tensor(nb::module_& m) {
       // `p.data = t` repoints p at t's data (as PyTorch): handles to p, its autograd state and
       // grad slot carry over; Module.to(dtype) relies on it.
       .def_prop_rw("data", [](const Tensor& t) { return t.detach(); },
-                   [](Tensor& t, const Tensor& src) {
-                     TensorImpl* d = t.impl();
-                     const TensorImpl* s = src.impl();
-                     d->storage = s->storage;
-                     d->sizes = s->sizes;
-                     d->strides = s->strides;
-                     d->offset = s->offset;
-                     d->dtype = s->dtype;
-                   })
+                   [](Tensor& t, const Tensor& src) { t.impl()->adopt_data(*src.impl()); })
       .def_prop_rw("requires_grad", [](const Tensor& t) { return t.requires_grad(); },
                    [](Tensor& t, bool r) { t.requires_grad_(r); })
       .def_prop_rw("grad", [](const Tensor& t) -> nb::object {

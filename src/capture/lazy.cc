@@ -17,12 +17,8 @@ LocationProvider g_location = nullptr;
 
 // A pending tensor becomes the real one: same TensorImpl (every handle sees it), real data.
 void adopt(TensorImpl* lazy, TensorImpl* real) {
-  lazy->storage = real->storage;
-  lazy->sizes = real->sizes;
-  lazy->strides = real->strides;
-  lazy->offset = real->offset;
-  lazy->sym.reset();
-  lazy->autograd = std::move(real->autograd);
+  lazy->adopt_data(*real);
+  lazy->autograd = std::move(real->autograd);  // the history the segment recorded
 }
 
 }  // namespace
@@ -70,21 +66,7 @@ std::optional<std::vector<Tensor>> LazyRecorder::intercept(const ops::Args& a) {
     return std::nullopt;
   }
   std::vector<graph::NodeArg> args;
-  for (const ops::Arg& x : a.v) {
-    if (auto* t = std::get_if<Tensor>(&x)) {
-      args.push_back(t->defined() ? graph::NodeArg(value_of(*t)) : graph::NodeArg(std::monostate{}));
-    } else if (auto* l = std::get_if<TensorList>(&x)) {
-      graph::ValueList vl;
-      for (const Tensor& e : *l) vl.push_back(e.defined() ? value_of(e) : nullptr);
-      args.push_back(vl);
-    } else {
-      args.push_back(std::visit([](const auto& v) -> graph::NodeArg {
-        using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, TensorList>) return std::monostate{};
-        else return v;
-      }, x));
-    }
-  }
+  for (const ops::Arg& x : a.v) args.push_back(graph::unbox_arg(x, [&](const Tensor& t) { return value_of(t); }));
   std::vector<graph::Value*> outs;
   try {
     outs = pending_->add_call(a.op, std::move(args));

@@ -82,22 +82,7 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
     graph_break(std::string(info.name) + "() has a data-dependent output shape");
   std::vector<graph::NodeArg> args;
   args.reserve(a.v.size());
-  for (const ops::Arg& x : a.v) {
-    if (auto* t = std::get_if<Tensor>(&x)) {
-      if (t->defined()) args.push_back(value_of(*t));
-      else args.push_back(std::monostate{});
-    } else if (auto* l = std::get_if<TensorList>(&x)) {
-      graph::ValueList vl;
-      for (const Tensor& e : *l) vl.push_back(e.defined() ? value_of(e) : nullptr);
-      args.push_back(vl);
-    } else {
-      args.push_back(std::visit([](const auto& v) -> graph::NodeArg {
-        using V = std::decay_t<decltype(v)>;
-        if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, TensorList>) return std::monostate{};
-        else return v;
-      }, x));
-    }
-  }
+  for (const ops::Arg& x : a.v) args.push_back(graph::unbox_arg(x, [&](const Tensor& t) { return value_of(t); }));
   std::vector<graph::Value*> outs;
   try {
     outs = graph.add_call(a.op, std::move(args));

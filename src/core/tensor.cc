@@ -58,6 +58,16 @@ bool TensorImpl::is_contiguous() const {
   return true;
 }
 
+void TensorImpl::adopt_data(const TensorImpl& src) {
+  storage = src.storage;
+  sizes = src.sizes;
+  strides = src.strides;
+  offset = src.offset;
+  dtype = src.dtype;
+  sym.reset();
+  if (src.sym) sym.reset(new SymLayout(*src.sym));
+}
+
 TensorHooks& tensor_hooks() {
   static thread_local TensorHooks hooks;
   return hooks;

@@ -55,6 +55,9 @@ class TensorImpl {
   bool is_contiguous() const;
   Device device() const { return storage->device; }
   char* data() const;  // throws for fake tensors
+  // Points this tensor at src's data and layout (PyTorch's `p.data = src`): every handle to this
+  // TensorImpl, its autograd state and grad slot stay as they are.
+  void adopt_data(const TensorImpl& src);
   autograd::AutogradMeta& autograd_meta();  // creates it on first use
 };
 

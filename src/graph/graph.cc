@@ -57,6 +57,20 @@ ops::Arg box_arg(const NodeArg& a, const std::function<Tensor(const Value*)>& te
                     a);
 }
 
+NodeArg unbox_arg(const ops::Arg& a, const std::function<Value*(const Tensor&)>& value_of) {
+  return std::visit(Overload{[&](const Tensor& t) -> NodeArg {
+                               if (!t.defined()) return std::monostate{};
+                               return value_of(t);
+                             },
+                             [&](const TensorList& l) -> NodeArg {
+                               ValueList vl;
+                               for (const Tensor& t : l) vl.push_back(t.defined() ? value_of(t) : nullptr);
+                               return vl;
+                             },
+                             [](const auto& x) -> NodeArg { return x; }},
+                    a);
+}
+
 const char* Node::name() const { return kind == NodeKind::Constant ? "constant" : ops::op_info(op).name; }
 
 std::vector<Value*> Node::inputs() const {

@@ -102,6 +102,9 @@ std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& ar
 // The ops::Arg for a node argument, with each value replaced by tensor_of(value) (None holes
 // in lists become undefined tensors).
 ops::Arg box_arg(const NodeArg& a, const std::function<Tensor(const Value*)>& tensor_of);
+// The node argument for an op argument, with each defined tensor replaced by value_of(tensor)
+// (undefined tensors become None, or holes in lists): what recorders (capture, lazy mode) store.
+NodeArg unbox_arg(const ops::Arg& a, const std::function<Value*(const Tensor&)>& value_of);
 // A fake tensor with v's metadata (wrapped-number flag kept for constants).
 Tensor fake_of(const Value* v);
 // The spec with strides filled in (contiguous when empty).

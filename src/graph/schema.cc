@@ -32,14 +32,7 @@ void classify(ops::ArgType t, SchemaArg& a) {
 // A schema default as a node argument (NodeArg lists ops::Arg's alternatives in the same order;
 // defaults are never tensors).
 NodeArg to_node_arg(const ops::Arg& a) {
-  return std::visit([](const auto& v) -> NodeArg {
-    using V = std::decay_t<decltype(v)>;
-    if constexpr (std::is_same_v<V, Tensor> || std::is_same_v<V, TensorList>) {
-      detail::fail("internal: a tensor default in a schema");
-    } else {
-      return v;
-    }
-  }, a);
+  return unbox_arg(a, [](const Tensor&) -> Value* { detail::fail("internal: a tensor default in a schema"); });
 }
 
 // The op's ops.def schema (parsed once by ops::op_schema) in the IR's terms.

@@ -23,15 +23,7 @@ std::string demangle(const char* mangled) {
 
 // Points `dst`'s TensorImpl at `src`'s data and layout (PyTorch's `param.data = src`): every
 // handle to the parameter, its autograd state and gradient slot carry over.
-void set_data(const Tensor& dst, const Tensor& src) {
-  TensorImpl* d = dst.impl();
-  const TensorImpl* s = src.impl();
-  d->storage = s->storage;
-  d->sizes = s->sizes;
-  d->strides = s->strides;
-  d->offset = s->offset;
-  d->dtype = s->dtype;
-}
+void set_data(const Tensor& dst, const Tensor& src) { dst.impl()->adopt_data(*src.impl()); }
 
 std::string join(const std::vector<std::string>& v) {
   std::string out;
