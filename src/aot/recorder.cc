@@ -39,7 +39,18 @@ Tensor Recorder::bind(graph::Value* v) {
 graph::Value* Recorder::value_of(const Tensor& t) {
   auto it = values_.find(t.impl());
   if (it != values_.end()) return it->second;
-  KILN_CHECK(!t.is_fake(), "internal: aot: a fake tensor from outside this trace was used");
+  if (t.is_fake()) {
+    // detach() makes a new tensor on the same fake storage, not through the dispatcher: it
+    // stands for the value with the same storage and layout.
+    for (const Tensor& k : keep_)
+      if (k.impl()->storage == t.impl()->storage && graph::same_spec(k.spec(), t.spec())) {
+        graph::Value* v = values_.at(k.impl());
+        values_[t.impl()] = v;
+        keep_.push_back(t);
+        return v;
+      }
+    detail::fail("internal: aot: a fake tensor from outside this trace was used");
+  }
   // A real tensor made by a decomposition or derivative formula (a number, a small table).
   graph::Value* v = g_.add_constant(t, t.is_wrapped_number());
   values_[t.impl()] = v;
