@@ -2,6 +2,7 @@
 // eager autograd's, for an MLP, a GPT block, a conv net and functions with in-place ops.
 #include <gtest/gtest.h>
 #include <kiln/compile.h>
+#include <kiln/log.h>
 #include <kiln/nn.h>
 
 #include "../../examples/gpt/model.h"
@@ -133,6 +134,20 @@ TEST(AotEager, GPTBlock) {
   auto fn = [](gpt::Block& b, const Tensor& in) { return b->forward(in).square().mean(); };
   auto f = compile(fn, aot());
   expect_same_grads([&] { return fn(block, x); }, [&] { return f(block, x); }, block->parameters());
+}
+
+TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
+  Tensor x = test::grad_input({3, 4}), w = test::grad_input({4, 4});
+  auto f = compile([](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); }, aot());
+  const std::string before = enabled_logs();
+  set_logs("aot");
+  testing::internal::CaptureStderr();
+  f(x, w).backward();
+  const std::string log = testing::internal::GetCapturedStderr();
+  set_logs(before);
+  EXPECT_NE(log.find("[kiln:aot] joint graph"), std::string::npos) << log;
+  EXPECT_NE(log.find("partition:"), std::string::npos) << log;
+  EXPECT_NE(log.find("saved 0: f64["), std::string::npos) << log;
 }
 
 }  // namespace
