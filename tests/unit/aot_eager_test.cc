@@ -136,6 +136,19 @@ TEST(AotEager, GPTBlock) {
   expect_same_grads([&] { return fn(block, x); }, [&] { return f(block, x); }, block->parameters());
 }
 
+TEST(AotEager, TinyGPTModel) {
+  manual_seed(3);
+  gpt::Config c{.vocab = 32, .ctx = 8, .d = 16, .heads = 2, .layers = 2, .dropout = 0.0};
+  gpt::GPT model(c);
+  Tensor idx = randint(0, 32, {2, 8}), target = randint(0, 32, {2, 8});
+  auto fn = [](gpt::GPT& m, const Tensor& in, const Tensor& tg) {
+    return cross_entropy(m->forward(in).flatten(0, 1), tg.flatten());
+  };
+  auto f = compile(fn, aot());
+  expect_same_grads([&] { return fn(model, idx, target); }, [&] { return f(model, idx, target); },
+                    model->parameters());
+}
+
 TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
   Tensor x = test::grad_input({3, 4}), w = test::grad_input({4, 4});
   auto f = compile([](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); }, aot());
