@@ -45,7 +45,8 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad);
 struct Partition {
   std::shared_ptr<graph::Graph> forward, backward;
   size_t num_saved = 0;
-  int64_t saved_bytes = 0;
+  int64_t saved_bytes = 0;             // every saved value
+  int64_t saved_activation_bytes = 0;  // saved values that are not (views of) primals, which the caller holds anyway
   std::vector<std::string> recomputed;  // names of the nodes the backward recomputes
 };
 struct PartitionOptions {

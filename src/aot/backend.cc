@@ -24,11 +24,17 @@ struct Plan {
 struct CompiledFunction : autograd::Node {
   std::shared_ptr<const Plan> plan;
   std::vector<Tensor> saved;
+  std::vector<uint64_t> saved_versions;  // storage versions at save time (in-place writes after it are errors)
   std::vector<TensorSpec> tangent_specs;  // concrete shapes of the outputs, for missing grads
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override {
     KILN_CHECK(!is_grad_enabled(), "aot_eager: double backward (create_graph=True) through a compiled graph is "
                                    "not supported; compile with the \"eager\" backend");
     KILN_CHECK(!released, "aot_eager: backward through the compiled graph a second time; pass retain_graph=true");
+    for (size_t i = 0; i < saved.size(); ++i)
+      KILN_CHECK_HINT(saved[i].impl()->storage->version == saved_versions[i],
+                      "do the in-place update after backward(), or on a clone()",
+                      "one of the tensors the compiled backward needs was modified by an in-place operation "
+                      "after the forward ran (saved tensor ", i, ")");
     std::vector<Tensor> in = saved;
     for (size_t i = 0; i < tangent_specs.size(); ++i) {
       const TensorSpec& s = tangent_specs[i];
@@ -46,7 +52,8 @@ struct CompiledFunction : autograd::Node {
 
 std::string describe(const Partition& p) {
   std::ostringstream os;
-  os << "partition: " << p.num_saved << " saved tensors, " << p.saved_bytes << " bytes; recomputed in backward: "
+  os << "partition: " << p.num_saved << " saved tensors, " << p.saved_bytes << " bytes (" << p.saved_activation_bytes
+     << " not inputs); recomputed in backward: "
      << p.recomputed.size() << " nodes\nforward graph:\n" << graph::print(*p.forward) << "backward graph:\n"
      << graph::print(*p.backward);
   const auto& ins = p.backward->inputs();
@@ -75,6 +82,10 @@ class Runtime {
     {
       NoGradGuard no_grad;
       outs = graph::interpret(*plan->part.forward, inputs);
+      // A saved value sharing storage with an input the forward writes would see the write: copy it first.
+      for (size_t s = j.num_outputs + j.mutated_inputs.size(); s < outs.size(); ++s)
+        for (size_t m : j.mutated_inputs)
+          if (outs[s].impl()->storage == inputs[m].impl()->storage) outs[s] = outs[s].clone();
       for (size_t k = 0; k < j.mutated_inputs.size(); ++k) {
         Tensor dst = inputs[j.mutated_inputs[k]];
         copy_(dst, outs[j.num_outputs + k]);
@@ -84,6 +95,7 @@ class Runtime {
     node->plan = plan;
     const size_t first_saved = j.num_outputs + j.mutated_inputs.size();
     node->saved.assign(outs.begin() + long(first_saved), outs.end());
+    for (const Tensor& t : node->saved) node->saved_versions.push_back(t.impl()->storage->version);
     for (size_t i : j.grad_inputs) node->next.push_back(autograd::gradient_edge(inputs[i]));
     node->tangent_specs.resize(j.num_tangents());
     node->num_outputs = j.num_tangents();

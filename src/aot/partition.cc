@@ -68,9 +68,18 @@ std::shared_ptr<Graph> extract(const Graph& src, const std::vector<Value*>& inpu
   return g;
 }
 
-int64_t total_bytes(const std::vector<Value*>& vs) {
+// A primal or a view of one: saving it costs no memory (the caller holds the primal anyway).
+bool aliases_primal(const Value* v) {
+  while (v->producer && v->producer->kind == graph::NodeKind::Call &&
+         ops::op_info(v->producer->op).kind == ops::OpKind::VIEW)
+    v = std::get<Value*>(v->producer->args.at(0));
+  return v->producer == nullptr;
+}
+
+int64_t total_bytes(const std::vector<Value*>& vs, bool count_primals = true) {
   int64_t b = 0;
-  for (const Value* v : vs) b += value_bytes(v);
+  for (const Value* v : vs)
+    if (count_primals || !aliases_primal(v)) b += value_bytes(v);
   return b;
 }
 
@@ -137,7 +146,8 @@ Partition partition(const Joint& j, const PartitionOptions& options) {
     for (size_t i = 0; i < region.size(); ++i) {
       const Value* v = region[i];
       const int vin = int(2 * i), vout = vin + 1;
-      net.add_edge(vin, vout, std::max<int64_t>(value_bytes(v), 1));
+      // Saving (a view of) a primal costs no memory: weight 1, a tie-breaker.
+      net.add_edge(vin, vout, aliases_primal(v) ? 1 : std::max<int64_t>(value_bytes(v), 1));
       const Node* p = v->producer;
       if (!p || (p->kind == graph::NodeKind::Call && (ban_all || banned.count(p) || !recomputable(*p))))
         net.add_edge(src, vin, FlowNetwork::kInf);
@@ -162,7 +172,7 @@ Partition partition(const Joint& j, const PartitionOptions& options) {
   std::vector<Value*> saved = cut(budget >= 1, {});
   if (budget > 0 && budget < 1) {
     // Save more, most expensive recomputation first, while within the budget's share of the gap.
-    const int64_t least = total_bytes(saved), most = total_bytes(cut(true, {}));
+    const int64_t least = total_bytes(saved, false), most = total_bytes(cut(true, {}), false);
     const int64_t target = least + int64_t(budget * double(most - least));
     std::unordered_set<const Value*> saved_set(saved.begin(), saved.end());
     std::vector<const Node*> candidates;
@@ -177,7 +187,7 @@ Partition partition(const Joint& j, const PartitionOptions& options) {
     for (size_t i = 0; i < candidates.size() && i < 64; ++i) {
       banned.insert(candidates[i]);
       std::vector<Value*> trial = cut(false, banned);
-      if (total_bytes(trial) <= target) saved = std::move(trial);
+      if (total_bytes(trial, false) <= target) saved = std::move(trial);
       else banned.erase(candidates[i]);
     }
   }
@@ -185,6 +195,7 @@ Partition partition(const Joint& j, const PartitionOptions& options) {
   Partition p;
   p.num_saved = saved.size();
   p.saved_bytes = total_bytes(saved);
+  p.saved_activation_bytes = total_bytes(saved, false);
   std::vector<Value*> fwd_outputs = fwd_roots;
   fwd_outputs.insert(fwd_outputs.end(), saved.begin(), saved.end());
   p.forward = extract(g, primals, fwd_outputs, ancestors(fwd_outputs, {}));

@@ -165,6 +165,18 @@ TEST(AotEager, DynamicBatchSize) {
   EXPECT_EQ(f.report().graph_count, 1);
 }
 
+TEST(AotEager, WritingASavedInputBeforeBackwardIsAnError) {
+  // As in eager: x is saved for w's gradient, so changing it before backward() is refused.
+  Tensor x = test::random_tensor({4}, kFloat64), w = test::grad_input({4});
+  auto f = compile([](const Tensor& a, const Tensor& b) { return (a * b).sum(); }, aot());
+  Tensor loss = f(x, w);
+  {
+    NoGradGuard ng;
+    x.add_(1.0);
+  }
+  EXPECT_THROW(loss.backward(), Error);
+}
+
 TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
   Tensor x = test::grad_input({3, 4}), w = test::grad_input({4, 4});
   auto f = compile([](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); }, aot());
