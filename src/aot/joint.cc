@@ -47,8 +47,6 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad) {
   rec.on_prim = [&](const ops::Args& a, const std::vector<Tensor>& outs) {
     const ops::OpInfo& info = ops::op_info(a.op);
     if (!taping || !info.differentiable()) return;
-    KILN_CHECK_HINT(!(info.flags & ops::RANDOM), "compile with the \"eager\" backend",
-                    "aot: random ops are not supported yet (", info.name, ")");
     TapeEntry e{a, a.tensor_inputs(), outs, {}};
     bool any = false;
     for (const Tensor& t : e.inputs) e.needs.push_back(grad_needed.count(t.impl()) > 0), any |= e.needs.back();

@@ -64,7 +64,9 @@ std::optional<std::vector<Tensor>> Recorder::intercept(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
   KILN_CHECK_HINT(!(info.flags & ops::DATADEP), "compile the function with the \"eager\" backend",
                   "aot: ", info.name, "() has a data-dependent output shape");
-  if (info.kind == ops::OpKind::COMPOSITE && info.decomp) return info.decomp(a);
+  // Random creation ops stay whole: decomposed, they would fix the generator's seed at trace time.
+  const bool keep_random = (info.flags & ops::RANDOM) && !info.differentiable();
+  if (info.kind == ops::OpKind::COMPOSITE && info.decomp && !keep_random) return info.decomp(a);
   std::vector<graph::Value*> outs = g_.add_call(a.op, node_args(a.v, [&](const Tensor& t) { return value_of(t); }));
   std::vector<Tensor> result;
   if (info.flags & ops::MUTATES) {  // copy_ returns its destination, now standing for the new value

@@ -1,5 +1,6 @@
 // Records the prims that running ops on fake tensors calls: composites run their
-// decompositions (so only prims reach the graph), prims become nodes. Shared by decompose and
+// decompositions (so only prims reach the graph), prims become nodes. Random creation
+// composites (rand_like, randn...) are recorded whole, so each run of the graph draws afresh. Shared by decompose and
 // the joint graph's tracing of derivative formulas.
 #pragma once
 #include <functional>

@@ -177,6 +177,29 @@ TEST(AotEager, WritingASavedInputBeforeBackwardIsAnError) {
   EXPECT_THROW(loss.backward(), Error);
 }
 
+TEST(AotEager, DropoutDrawsAfreshAndItsGradientUsesTheSameMask) {
+  // x > 0, y = dropout(x, 0.5): y = x * keep * 2, so d sum(y * y) / dx = 2 * y * y / x.
+  Tensor x = test::grad_input({200}, 0.5, 2.0);
+  auto f = compile([](const Tensor& a) {
+    Tensor y = dropout(a, 0.5, true);
+    return std::make_pair((y * y).sum(), y);
+  }, aot());
+  std::vector<std::vector<double>> masks;
+  for (int call = 0; call < 2; ++call) {
+    auto [loss, y] = f(x);
+    loss.backward();
+    std::vector<double> yv = y.to_vector<double>(), xv = x.to_vector<double>(), expected;
+    std::vector<double> mask;
+    for (size_t i = 0; i < yv.size(); ++i) {
+      expected.push_back(2 * yv[i] * yv[i] / xv[i]);
+      mask.push_back(yv[i] != 0);
+    }
+    test::expect_close(take_grads({x})[0], expected, 1e-12, 1e-12, "grad");
+    masks.push_back(mask);
+  }
+  EXPECT_NE(masks[0], masks[1]);  // a new mask per call, not one fixed at trace time
+}
+
 TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
   Tensor x = test::grad_input({3, 4}), w = test::grad_input({4, 4});
   auto f = compile([](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); }, aot());
