@@ -200,6 +200,35 @@ TEST(AotEager, DropoutDrawsAfreshAndItsGradientUsesTheSameMask) {
   EXPECT_NE(masks[0], masks[1]);  // a new mask per call, not one fixed at trace time
 }
 
+TEST(AotEager, BatchNormTrainingUpdatesRunningStats) {
+  // Conv + BatchNorm2d in training mode: gradients as eager, and the running statistics (input
+  // writes, applied after the compiled forward) move as eager's. (num_batches_tracked is not
+  // compared: capture bakes its increment in at trace time, with the "eager" backend too.)
+  manual_seed(5);
+  nn::Conv2d ce(2, 3, 3), cc(2, 3, 3);
+  nn::BatchNorm2d be(3), bc(3);
+  {
+    NoGradGuard ng;
+    for (size_t i = 0; i < ce->parameters().size(); ++i) copy_(cc->parameters()[i], ce->parameters()[i]);
+  }
+  Tensor x = test::random_tensor({4, 2, 6, 6}, kFloat32);
+  auto fn = [](nn::Conv2d& c, nn::BatchNorm2d& b, const Tensor& in) { return b->forward(c->forward(in)).tanh().sum(); };
+  auto f = compile(fn, aot());
+  for (int step = 0; step < 2; ++step) {
+    Tensor le = fn(ce, be, x), lc = f(cc, bc, x);
+    le.backward();
+    lc.backward();
+    test::expect_close(lc, le.to_vector<double>(), 1e-4, 1e-4, "loss");
+    test::expect_close(bc->running_mean, be->running_mean.to_vector<double>(), 1e-5, 1e-5, "running_mean");
+    test::expect_close(bc->running_var, be->running_var.to_vector<double>(), 1e-5, 1e-5, "running_var");
+    std::vector<Tensor> pe = ce->parameters(), pc = cc->parameters();
+    for (auto& p : be->parameters()) pe.push_back(p);
+    for (auto& p : bc->parameters()) pc.push_back(p);
+    std::vector<Tensor> ge = take_grads(pe), gc = take_grads(pc);
+    for (size_t i = 0; i < ge.size(); ++i) test::expect_close(gc[i], ge[i].to_vector<double>(), 1e-4, 1e-4, "grad");
+  }
+}
+
 TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
   Tensor x = test::grad_input({3, 4}), w = test::grad_input({4, 4});
   auto f = compile([](const Tensor& a, const Tensor& b) { return a.matmul(b).tanh().sum(); }, aot());
