@@ -2,10 +2,12 @@
 // that sees it): decompose -> functionalize -> joint -> partition. A call runs the forward graph
 // under no_grad, applies the input writes, and hands the outputs one autograd node
 // (CompiledFunction) whose backward runs the backward graph on the saved values.
+#include <kiln/aot.h>
 #include <kiln/autograd.h>
 #include <kiln/compile.h>
 #include <kiln/log.h>
 
+#include <atomic>
 #include <map>
 #include <mutex>
 
@@ -15,6 +17,8 @@
 
 namespace kiln::aot {
 namespace {
+
+std::atomic<double> g_budget{0.0};
 
 struct Plan {
   Joint joint;
@@ -64,7 +68,8 @@ std::string describe(const Partition& p) {
 
 class Runtime {
  public:
-  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o) : options_(o) {
+  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o, bool global_budget)
+      : options_(o), use_global_budget_(global_budget) {
     functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*g)));
   }
 
@@ -124,13 +129,16 @@ class Runtime {
     plan->joint = build_joint(*functional_, needs);
     KILN_LOG(aot) << "joint graph (" << plan->joint.num_primals << " primals, " << plan->joint.num_tangents()
                   << " tangents):\n" << graph::print(*plan->joint.graph);
-    plan->part = partition(plan->joint, options_.partition);
+    PartitionOptions po = options_.partition;
+    if (use_global_budget_) po.activation_memory_budget = activation_memory_budget();
+    plan->part = partition(plan->joint, po);
     KILN_LOG(aot) << describe(plan->part);
     plans_[needs] = plan;
     return plan;
   }
 
   AotOptions options_;
+  bool use_global_budget_ = false;
   std::shared_ptr<graph::Graph> functional_;
   std::mutex mutex_;
   std::map<std::vector<bool>, std::shared_ptr<const Plan>> plans_;
@@ -138,16 +146,23 @@ class Runtime {
 
 [[maybe_unused]] const bool registered = [] {
   register_backend("aot_eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-    return compile_aot(std::move(g));
+    auto rt = std::make_shared<Runtime>(std::move(g), AotOptions{}, true);
+    return [rt](const std::vector<Tensor>& inputs) { return (*rt)(inputs); };
   });
   return true;
 }();
 
 }  // namespace
 
+void set_activation_memory_budget(double budget) {
+  KILN_CHECK(budget >= 0 && budget <= 1, "activation_memory_budget must be in [0, 1], got ", budget);
+  g_budget = budget;
+}
+double activation_memory_budget() { return g_budget; }
+
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> compile_aot(std::shared_ptr<const graph::Graph> g,
                                                                            const AotOptions& options) {
-  auto rt = std::make_shared<Runtime>(std::move(g), options);
+  auto rt = std::make_shared<Runtime>(std::move(g), options, false);
   return [rt](const std::vector<Tensor>& inputs) { return (*rt)(inputs); };
 }
 

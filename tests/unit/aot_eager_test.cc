@@ -1,6 +1,7 @@
 // The "aot_eager" backend: losses and gradients from compile(fn, {backend="aot_eager"}) equal
 // eager autograd's, for an MLP, a GPT block, a conv net and functions with in-place ops.
 #include <gtest/gtest.h>
+#include <kiln/aot.h>
 #include <kiln/compile.h>
 #include <kiln/log.h>
 #include <kiln/nn.h>
@@ -227,6 +228,28 @@ TEST(AotEager, BatchNormTrainingUpdatesRunningStats) {
     std::vector<Tensor> ge = take_grads(pe), gc = take_grads(pc);
     for (size_t i = 0; i < ge.size(); ++i) test::expect_close(gc[i], ge[i].to_vector<double>(), 1e-4, 1e-4, "grad");
   }
+}
+
+TEST(AotEager, MemoryBudgetChangesWhatIsSavedNotTheGradients) {
+  manual_seed(6);
+  nn::Sequential mlp(nn::Linear(8, 16), nn::Tanh(), nn::Linear(16, 16), nn::GELU(), nn::Linear(16, 1));
+  Tensor x = test::random_tensor({32, 8}, kFloat32);
+  auto fn = [](nn::Sequential& m, const Tensor& in) { return m->forward(in).sin().sum(); };
+  EXPECT_THROW(aot::set_activation_memory_budget(-0.5), Error);
+  std::vector<std::string> logs;
+  const std::string enabled = enabled_logs();
+  for (double budget : {0.0, 1.0}) {
+    aot::set_activation_memory_budget(budget);
+    auto f = compile(fn, aot());  // a fresh compiled function builds its plan with this budget
+    set_logs("aot");
+    testing::internal::CaptureStderr();
+    expect_same_grads([&] { return fn(mlp, x); }, [&] { return f(mlp, x); }, mlp->parameters());
+    logs.push_back(testing::internal::GetCapturedStderr());
+    set_logs(enabled);
+  }
+  aot::set_activation_memory_budget(0.0);
+  EXPECT_EQ(logs[0].find("recomputed in backward: 0 nodes"), std::string::npos) << logs[0];
+  EXPECT_NE(logs[1].find("recomputed in backward: 0 nodes"), std::string::npos) << logs[1];
 }
 
 TEST(AotEager, LogsJointGraphPartitionAndSavedTensors) {
