@@ -211,6 +211,8 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   return outs;
 }
 
+uint64_t next_sequence_nr() { return g_seq++; }
+
 std::string OpNode::name() const { return std::string(ops::op_info(saved.op).name) + "Backward"; }
 
 void OpNode::release() {

@@ -85,6 +85,9 @@ void before_inplace_write(const Tensor& self);
 // Records that `view` (the output of a view op, made with grad mode on) is a view of `base`.
 void note_view(const Tensor& base, const Tensor& view);
 
+// A fresh creation-order number for a Node made outside this file (aot's compiled-graph node).
+uint64_t next_sequence_nr();
+
 // Reduces a gradient of a broadcast result back to the shape of the operand that was broadcast.
 Tensor sum_to(const Tensor& grad, const SymShape& shape);
 
