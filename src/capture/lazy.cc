@@ -1,6 +1,7 @@
 // Lazy recording, segment compilation and materialization.
 #include "capture/lazy.h"
 
+#include <kiln/autograd.h>
 #include <kiln/log.h>
 
 #include <chrono>
@@ -65,6 +66,9 @@ std::optional<std::vector<Tensor>> LazyRecorder::intercept(const ops::Args& a) {
     flush();
     return std::nullopt;
   }
+  // A pending graph runs in one grad mode: a switch (entering or leaving no_grad) ends it.
+  if (!pending_->nodes().empty() && is_grad_enabled() != grad_enabled_) flush();
+  grad_enabled_ = is_grad_enabled();
   std::vector<graph::NodeArg> args;
   for (const ops::Arg& x : a.v) args.push_back(graph::unbox_arg(x, [&](const Tensor& t) { return value_of(t); }));
   std::vector<graph::Value*> outs;
@@ -120,7 +124,16 @@ void LazyRecorder::flush() {
     cache_.compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
     it = cache_.compiled.emplace(key, std::move(c)).first;
   }
-  std::vector<Tensor> results = it->second(inputs);
+  bool mode = is_grad_enabled();
+  set_grad_enabled(grad_enabled_);
+  std::vector<Tensor> results;
+  try {
+    results = it->second(inputs);
+  } catch (...) {
+    set_grad_enabled(mode);
+    throw;
+  }
+  set_grad_enabled(mode);
   for (size_t i = 0; i < targets.size(); i++)
     if (targets[i]->storage->fake) adopt(targets[i].get(), results.at(i).impl());
 }

@@ -49,6 +49,7 @@ class LazyRecorder : public ops::DispatchMode {
   std::vector<Tensor> inputs_;  // real tensors bound to the pending graph's inputs
   std::unordered_map<const TensorImpl*, graph::Value*> values_;
   std::vector<std::pair<graph::Value*, std::weak_ptr<TensorImpl>>> lazies_;
+  bool grad_enabled_ = true;  // the grad mode the pending ops were recorded under
 };
 
 // Installs a recorder (dispatch mode + the data hook that flushes) for its lifetime; flushes at

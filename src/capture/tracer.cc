@@ -1,6 +1,8 @@
 // Recording ops into a Graph while running on fake tensors.
 #include "capture/tracer.h"
 
+#include <kiln/autograd.h>
+
 #include "capture/lazy.h"
 #include "core/tensor_impl.h"
 
@@ -36,6 +38,8 @@ TraceScope::TraceScope(Tracer& t) : saved_(new Saved{}) {
   saved_->prev_hooks = tensor_hooks();
   tensor_hooks().fake_data = [](const TensorImpl* i) { g_tracer->on_fake_data(i); };
   tensor_hooks().concretize = [](const TensorImpl* i) { g_tracer->on_concretize(i); };
+  tensor_hooks().real_data = [](const TensorImpl* i) { g_tracer->on_real_data(i); };
+  t.grad_enabled = is_grad_enabled();
   saved_->recorder.t = &t;
   saved_->prev_recorder = sym::set_guard_recorder(&saved_->recorder);
 }
@@ -59,6 +63,8 @@ Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& sy
   Tensor fake = make_fake(v->spec);
   if (real.requires_grad()) fake.requires_grad_(true);  // the function may look (ops record no history here)
   values_[fake.impl()] = v;
+  by_storage_[fake.impl()->storage.get()] = v;
+  if (real.requires_grad()) needs_grad_.insert(v);
   keep_.push_back(fake);
   return fake;
 }
@@ -66,13 +72,20 @@ Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& sy
 graph::Value* Tracer::value_of(const Tensor& t) {
   auto it = values_.find(t.impl());
   if (it != values_.end()) return it->second;
-  KILN_CHECK(!t.is_fake(), "internal: a fake tensor from outside this trace reached the tracer");
+  if (t.is_fake()) {
+    // A tensor made from a traced one without an op (detach(), a copy of the handle's impl)
+    // shares its storage and layout: the same value.
+    auto s = by_storage_.find(t.impl()->storage.get());
+    if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) return s->second;
+    graph_break("a tensor made from a traced tensor outside kiln's ops reached an op");
+  }
   if (t.is_wrapped_number()) return graph.add_constant(t, true);
   // A real tensor the function reads (a module parameter, a tensor it captured): a graph input
   // bound to that tensor, so in-place updates (optimizer steps) need no recompile.
   graph::Value* v = graph.add_input(t.spec(), "lifted" + std::to_string(lifted.size()));
   lifted.push_back(t);
   values_[t.impl()] = v;
+  if (t.requires_grad()) needs_grad_.insert(v);
   return v;
 }
 
@@ -82,7 +95,19 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
     graph_break(std::string(info.name) + "() has a data-dependent output shape");
   std::vector<graph::NodeArg> args;
   args.reserve(a.v.size());
-  for (const ops::Arg& x : a.v) args.push_back(graph::unbox_arg(x, [&](const Tensor& t) { return value_of(t); }));
+  bool tracked = false;  // does autograd see this call (an input that needs grad)?
+  for (const ops::Arg& x : a.v)
+    args.push_back(graph::unbox_arg(x, [&](const Tensor& t) {
+      graph::Value* v = value_of(t);
+      tracked |= needs_grad_.count(v) != 0;
+      return v;
+    }));
+  // The graph runs in one grad mode; an op whose history depends on another (no_grad around
+  // tensors that need grad) runs in its own segment.
+  if (tracked && is_grad_enabled() != grad_enabled)
+    graph_break(std::string("grad mode switched ") + (grad_enabled ? "off (no_grad)" : "on") +
+                " around tensors that require grad");
+  tracked &= is_grad_enabled() && (info.flags & ops::DIFF);
   std::vector<graph::Value*> outs;
   try {
     outs = graph.add_call(a.op, std::move(args));
@@ -102,6 +127,8 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
   for (graph::Value* v : outs) {
     Tensor f = make_fake(v->spec);
     values_[f.impl()] = v;
+    by_storage_[f.impl()->storage.get()] = v;
+    if (tracked && is_floating(v->spec.dtype)) needs_grad_.insert(v);
     keep_.push_back(f);
     result.push_back(f);
   }
@@ -130,6 +157,11 @@ void Tracer::graph_break(const std::string& reason) {
 
 void Tracer::on_fake_data(const TensorImpl*) {
   graph_break("a tensor's data was read while tracing (item(), printing, data_ptr(), to_vector())");
+}
+
+void Tracer::on_real_data(const TensorImpl*) {
+  if (ops::dispatch_mode() != this) return;  // kiln's own side work (constants, printing the graph)
+  graph_break("the data of a tensor the function captured (a parameter, a buffer, a closure) was read");
 }
 
 void Tracer::on_concretize(const TensorImpl* t) {

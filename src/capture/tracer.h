@@ -6,9 +6,11 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "capture/guards.h"
+#include "core/tensor_impl.h"
 #include "graph/graph.h"
 
 namespace kiln::capture {
@@ -33,6 +35,7 @@ class Tracer : public ops::DispatchMode {
   std::vector<RelationGuard> relations;
   std::vector<std::string> specializations;  // symbols fixed to their hint, with the reason
   std::optional<BreakInfo> brk;
+  bool grad_enabled = true;  // grad mode when the trace began: the graph runs in this one mode
 
   // A fake stand-in for argument tensor `real`; the given dims get the given symbols.
   Tensor add_input(const Tensor& real, const std::vector<SymbolSource>& symbols, const std::string& name);
@@ -44,11 +47,14 @@ class Tracer : public ops::DispatchMode {
   // Records a break and throws GraphBreak.
   [[noreturn]] void graph_break(const std::string& reason);
   void on_fake_data(const TensorImpl* t);
+  void on_real_data(const TensorImpl* t);
   void on_concretize(const TensorImpl* t);
 
  private:
   graph::Value* value_of(const Tensor& t);
   std::unordered_map<const TensorImpl*, graph::Value*> values_;
+  std::unordered_map<const Storage*, graph::Value*> by_storage_;  // detach() shares a fake's storage
+  std::unordered_set<const graph::Value*> needs_grad_;  // values autograd would track
   std::vector<Tensor> keep_;  // every fake made, so no TensorImpl address is reused mid-trace
 };
 

@@ -231,8 +231,14 @@ bool Tensor::shares_storage(const Tensor& o) const { return impl()->storage == o
 
 void* Tensor::data_ptr() const { return impl()->data(); }
 
+// The user's code reads values (item(), to_vector()): capture wants to know (see TensorHooks).
+static void reading_values(const TensorImpl* t) {
+  if (!t->storage->fake && tensor_hooks().real_data) tensor_hooks().real_data(t);
+}
+
 Scalar Tensor::item_scalar(SourceLoc loc) const {
   ops::CallSite site(loc);
+  reading_values(impl());
   KILN_CHECK_HINT(numel() == 1, "reduce it first (sum(), mean(), ...) or index one element",
                   "item(): a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
                   ") cannot be converted to a number");
@@ -249,6 +255,7 @@ T Tensor::item() const {
 
 template <class T>
 std::vector<T> Tensor::to_vector() const {
+  reading_values(impl());
   Tensor c = kiln::contiguous(*this);
   if (c.dtype() != cpu::dtype_of<T>()) c = convert_element_type(c, cpu::dtype_of<T>());
   const T* p = c.data<T>();

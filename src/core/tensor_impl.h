@@ -66,6 +66,9 @@ struct TensorHooks {
   // The data of a fake tensor was asked for (item(), a kernel, printing): lazy mode materializes
   // it here; the tracer throws a graph break.
   void (*fake_data)(const TensorImpl* t) = nullptr;
+  // The values of a real tensor were read (item(), to_vector()): while tracing, user code reading
+  // a tensor it captured (a module buffer's item()) would bake today's value into the graph.
+  void (*real_data)(const TensorImpl* t) = nullptr;
   // The concrete sizes/strides of a symbolic tensor were asked for: the tracer specializes its
   // symbols (a guard that each equals its hint), and the hints are returned.
   void (*concretize)(const TensorImpl* t) = nullptr;

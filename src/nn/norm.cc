@@ -96,13 +96,9 @@ Tensor BatchNorm2dImpl::forward(const Tensor& input) {
              " channels, got input with ", input.size(1));
   double factor = options.momentum.value_or(0.0);
   if (is_training() && options.track_running_stats) {
-    int64_t n = 0;
-    {
-      NoGradGuard no_grad;
-      n = num_batches_tracked.item<int64_t>() + 1;
-      num_batches_tracked.fill_(n);
-    }
-    if (!options.momentum) factor = 1.0 / double(n);
+    NoGradGuard no_grad;
+    num_batches_tracked.add_(1);  // an op, so compiled code counts too
+    if (!options.momentum) factor = 1.0 / double(num_batches_tracked.item<int64_t>());  // cumulative average
   }
   // Batch statistics in training, or when there are no running statistics to use.
   const bool use_batch = is_training() || !running_mean.defined();

@@ -44,6 +44,8 @@ CallSite::~CallSite() {
 }
 const SourceLoc* current_call_site() { return t_site; }
 
+DispatchMode* dispatch_mode() { return t_mode; }
+
 DispatchMode* set_dispatch_mode(DispatchMode* m) {
   DispatchMode* prev = t_mode;
   t_mode = m;

@@ -117,6 +117,7 @@ struct DispatchMode {
   virtual std::optional<std::vector<Tensor>> intercept(const Args& a) = 0;
 };
 DispatchMode* set_dispatch_mode(DispatchMode* m);  // returns the previous one
+DispatchMode* dispatch_mode();                      // the active one (null: none)
 // Runs ops for real (no mode) for its lifetime: for eager work done on the side of a recording
 // (copying a constant, printing a graph, running a compiled segment).
 struct SuspendDispatchMode {

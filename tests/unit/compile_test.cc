@@ -222,6 +222,52 @@ TEST(Compile, LazyScopeComputesOnSync) {
   expect_equal(y, (x.exp() + 1).log());
 }
 
+TEST(Compile, DetachInsideTheFunction) {
+  auto fn = [](const Tensor& x) { return x.detach() * 2 + x; };
+  auto f = compile(fn);
+  Tensor x = random_tensor({3}, kFloat32);
+  expect_equal(f(x), fn(x));
+  EXPECT_TRUE(f.report().breaks.empty());
+}
+
+TEST(Compile, NoGradAroundTensorsThatRequireGradRunsApart) {
+  Tensor w = ones({3}).requires_grad_();
+  auto fn = [&](const Tensor& x) {
+    Tensor y = (x * w).sum();
+    Tensor z;
+    {
+      NoGradGuard ng;
+      z = (w * 2).sum();  // no history: contributes nothing to w's gradient
+    }
+    return y + z;
+  };
+  auto f = compile(fn);
+  Tensor x = tensor({1.0f, 2.0f, 3.0f});
+  Tensor y = f(x);
+  EXPECT_EQ(y.item<float>(), 12.0f);
+  y.backward();
+  expect_equal(w.grad(), x);
+  EXPECT_EQ(f.report().breaks.size(), 1u) << f.report().str();
+}
+
+TEST(Compile, ReadingACapturedTensorBreaks) {
+  Tensor counter = tensor({3.0});
+  auto fn = [&](const Tensor& x) { return x * counter.item<double>(); };
+  auto f = compile(fn);
+  expect_equal(f(ones({2})), ones({2}) * 3.0);
+  counter.fill_(5.0);
+  expect_equal(f(ones({2})), ones({2}) * 5.0);  // not baked into the graph
+  EXPECT_EQ(f.report().breaks.size(), 1u);
+}
+
+TEST(Compile, BatchNormCountsBatchesWhenCompiled) {
+  nn::BatchNorm2d bn(2);
+  auto f = compile([](nn::BatchNorm2d& m, const Tensor& x) { return m->forward(x); });
+  for (int i = 0; i < 3; i++) f(bn, random_tensor({2, 2, 3, 3}, kFloat32));
+  EXPECT_EQ(bn->num_batches_tracked.item<int64_t>(), 3);
+  EXPECT_EQ(f.report().graph_count, 1);
+}
+
 TEST(Compile, OpaqueCallsBreakAndRunEagerly) {
   std::vector<double> seen;
   auto log_sum = opaque([&](const Tensor& t) {
