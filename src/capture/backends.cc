@@ -61,6 +61,7 @@ ArgValue module_arg(const nn::Module& m) {
   a.module = &m;
   for (auto& [_, t] : m.named_parameters()) a.module_state.push_back(t.impl());
   for (auto& [_, t] : m.named_buffers()) a.module_state.push_back(t.defined() ? t.impl() : nullptr);
+  for (const auto& sub : m.modules()) a.module_training.push_back(sub->is_training());  // train()/eval() change forward
   return a;
 }
 }  // namespace capture

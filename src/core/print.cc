@@ -60,6 +60,9 @@ void print_rec(std::ostringstream& os, const Shape& shown, const Shape& full, co
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  // Printing reads the data: under capture that is a graph break (tracing) or a sync point that
+  // materializes the tensor (lazy mode), as any other read.
+  if (is_fake() && tensor_hooks().fake_data) tensor_hooks().fake_data(impl());
   if (is_fake()) return "FakeTensor(shape=" + shape_str(sym_sizes()) + ", dtype=" + name(dtype()) + ")";
   NoGradGuard no_grad;
   // Large tensors show the first and last few entries of each long dim.
