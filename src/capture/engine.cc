@@ -207,7 +207,7 @@ ExplainReport report(const Engine& e) {
   r.breaks = e.breaks;
   for (const auto& s : e.segments.syncs) {
     bool seen = false;
-    for (const auto& b : r.breaks) seen |= b.file == s.file && b.line == s.line;
+    for (const auto& b : r.breaks) seen |= b.reason == s.reason && b.file == s.file && b.line == s.line;
     if (!seen) r.breaks.push_back(s);
   }
   if (!e.entries.empty()) r.guards = e.entries.back().guards.describe();

@@ -154,7 +154,7 @@ LazyInstall::LazyInstall(LazyRecorder& r) : prev_recorder_(g_recorder) {
   prev_mode_ = ops::set_dispatch_mode(&r);
   prev_hooks_ = tensor_hooks();
   tensor_hooks().fake_data = [](const TensorImpl* t) {
-    if (g_recorder && g_recorder->owns(t)) g_recorder->sync("a tensor's data was read (item(), printing, data_ptr())");
+    if (g_recorder && g_recorder->owns(t)) g_recorder->sync("a tensor's data was read (item(), printing, data_ptr(), to_vector())");  // as the tracer says
   };
 }
 

@@ -64,10 +64,12 @@ Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& sy
 graph::Value* Tracer::value_of(const Tensor& t) {
   auto it = values_.find(t.impl());
   if (it != values_.end()) return it->second;
-  KILN_CHECK(!t.is_fake(), "internal: a fake tensor from outside this trace reached the tracer");
+  // A fake tensor from outside the trace is a stand-in built in fake mode (a model constructed
+  // under FakeModeScope); a symbolic one can only have leaked from another trace.
+  KILN_CHECK(!t.is_fake() || !t.impl()->sym, "internal: a symbolic fake tensor from outside this trace reached the tracer");
   if (t.is_wrapped_number()) return graph.add_constant(t, true);
-  // A real tensor the function reads (a module parameter, a tensor it captured): a graph input
-  // bound to that tensor, so in-place updates (optimizer steps) need no recompile.
+  // A tensor the function reads (a module parameter, a tensor it captured): a graph input bound
+  // to that tensor, so in-place updates (optimizer steps) need no recompile.
   graph::Value* v = graph.add_input(t.spec(), "lifted" + std::to_string(lifted.size()));
   lifted.push_back(t);
   values_[t.impl()] = v;
@@ -142,7 +144,7 @@ void Tracer::graph_break(const std::string& reason) {
 }
 
 void Tracer::on_fake_data(const TensorImpl*) {
-  graph_break("a tensor's data was read while tracing (item(), printing, data_ptr(), to_vector())");
+  graph_break("a tensor's data was read (item(), printing, data_ptr(), to_vector())");
 }
 
 void Tracer::on_concretize(const TensorImpl* t) {

@@ -13,5 +13,6 @@ void cpu_free(void* p);
 // Bytes requested from cpu_alloc since the process started (a statistic: tests check that
 // capture on fake tensors allocates no tensor data).
 size_t cpu_allocated_bytes();
+size_t cpu_allocated_blocks();  // how many cpu_alloc calls
 
 }  // namespace kiln

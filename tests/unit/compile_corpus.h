@@ -101,15 +101,19 @@ void check_grads(const std::string& name, F fn, Make make) {
   SCOPED_TRACE(name + " (gradients)");
   auto compiled = compile(fn);
   auto eager_args = make(0), compiled_args = make(0);
-  auto backward = [](const std::vector<Tensor>& outs) {
+  auto backward = [](const std::vector<Tensor>& outs, const char* which) {
     Tensor total;
     for (const Tensor& t : outs)
       if (t.is_floating_point() && t.requires_grad()) total = total.defined() ? total + t.sum() : t.sum();
     ASSERT_TRUE(total.defined()) << "no differentiable output";
-    total.backward();
+    try {
+      total.backward();
+    } catch (const Error& e) {
+      FAIL() << which << " backward failed: " << e.what();
+    }
   };
-  backward(flat(std::apply(fn, eager_args)));
-  backward(flat(std::apply(compiled, compiled_args)));
+  backward(flat(std::apply(fn, eager_args)), "eager");
+  backward(flat(std::apply(compiled, compiled_args)), "compiled");
   auto ga = tensors_of(compiled_args), wa = tensors_of(eager_args);
   int checked = 0;
   for (size_t k = 0; k < ga.size(); k++) {
