@@ -44,7 +44,10 @@ int main() {
   {
     LazyScope lazy;
     z = (x * 2 + 1).relu().sum();
-    std::printf("\nlazy: pending before the read: %s; value %.4f\n", z.is_fake() ? "yes" : "no", z.item<double>());
+    const bool pending = z.is_fake();
+    const double value = z.item<double>();  // a sync point: the pending graph runs
+    std::printf("\nlazy: pending before the read: %s; value %.4f; eager: %.4f\n", pending ? "yes" : "no", value,
+                (x * 2 + 1).relu().sum().item<double>());
   }
   return 0;
 }

@@ -177,7 +177,11 @@ TEST(CompileCorpus, TwoBreaks) {
     return b / m;
   };
   Fixed x({5}, kFloat64);
-  check("two breaks", fn, [&](int) { return std::tuple{x()}; }, Expect{3, 2});
+  ExplainReport r = check("two breaks", fn, [&](int) { return std::tuple{x()}; }, Expect{3, 2});
+  // Each break names the user's line (the item() calls here), not a line inside kiln.
+  ASSERT_EQ(r.breaks.size(), 2u);
+  for (const auto& b : r.breaks) EXPECT_NE(b.file.find("compile_corpus_test.cc"), std::string::npos) << b.file;
+  EXPECT_NE(r.breaks[0].line, r.breaks[1].line);
 }
 
 // ---------------------------------------------------------------- cond / where
