@@ -5,6 +5,7 @@
 #include <benchmark/benchmark.h>
 #include <kiln/compile.h>
 #include <kiln/kiln.h>
+#include <kiln/nn.h>
 
 #include "../examples/gpt/model.h"
 #include "capture/fake_mode.h"
@@ -43,17 +44,48 @@ void BM_GuardCheck(benchmark::State& state) {
 }
 BENCHMARK(BM_GuardCheck);
 
-// (b) guards + dispatch: a compiled call whose backend does nothing (returns its inputs).
-void BM_CompiledNoopBackend(benchmark::State& state) {
+CompileOptions noop_backend() {
   register_backend("noop", [](std::shared_ptr<const graph::Graph>) -> CompiledGraph {
     return [](const std::vector<Tensor>& inputs) { return inputs; };
   });
   CompileOptions o;
   o.backend = "noop";
+  return o;
+}
+
+// (b) guards + dispatch: a compiled call whose backend does nothing (returns its inputs).
+void BM_CompiledNoopBackend(benchmark::State& state) {
+  CompileOptions o = noop_backend();
   auto f = compile(sum_of_adds, o);
   call10(f, small_inputs(), state);
 }
 BENCHMARK(BM_CompiledNoopBackend);
+
+// A module argument: its guards cover its identity, its parameters' and buffers' identities and
+// its modes (here 6 parameters, 5 modules), read on every call.
+void BM_CompiledNoopBackendModuleArg(benchmark::State& state) {
+  CompileOptions o = noop_backend();
+  nn::Sequential net(nn::Linear(8, 8), nn::ReLU(), nn::Linear(8, 8), nn::Linear(8, 8));
+  auto f = compile([](nn::Sequential& m, const Tensor& x) { return m->forward(x); }, o);
+  Tensor x = ones({2, 8});
+  for (auto _ : state) benchmark::DoNotOptimize(f(net, x));
+}
+BENCHMARK(BM_CompiledNoopBackendModuleArg);
+
+// The same with GPT-2 small as the module argument (148 parameters, 64 modules; built in fake
+// mode: only the guards run, the backend does nothing).
+void BM_CompiledNoopBackendGpt2Arg(benchmark::State& state) {
+  CompileOptions o = noop_backend();
+  std::optional<gpt::GPT> model;
+  {
+    capture::FakeModeScope fake;
+    model.emplace(gpt::Config{});
+  }
+  auto f = compile([](gpt::GPT& m, const Tensor& idx) { return m->forward(idx); }, o);
+  Tensor idx = zeros({8, 1024}, kInt64);
+  for (auto _ : state) benchmark::DoNotOptimize(f(*model, idx));
+}
+BENCHMARK(BM_CompiledNoopBackendGpt2Arg);
 
 // (c) the same function eagerly: nine adds of 8-element tensors.
 void BM_Eager(benchmark::State& state) {
