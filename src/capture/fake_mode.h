@@ -4,6 +4,8 @@
 //
 //   capture::FakeModeScope fake;
 //   gpt::GPT model(config);          // every parameter is a fake tensor
+//
+// In-place ops write nothing in fake mode, also on real tensors: keep real work outside the scope.
 #pragma once
 #include "ops/dispatch.h"
 
