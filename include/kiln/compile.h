@@ -76,6 +76,7 @@ struct ArgValue {
   Scalar scalar;
   const void* module = nullptr;           // its identity
   std::vector<const void*> module_state;  // identities of its parameters and buffers
+  std::vector<bool> module_training;      // is_training() of it and each descendant
 };
 
 class Engine;
@@ -87,15 +88,15 @@ ExplainReport report(const Engine& e);
 
 // --- flattening C++ arguments and results
 ArgValue module_arg(const nn::Module& m);
-inline void flatten(const Tensor& t, std::vector<ArgValue>& out) { out.push_back({ArgValue::Kind::Tensor, t, {}, nullptr, {}}); }
+inline void flatten(const Tensor& t, std::vector<ArgValue>& out) { out.push_back({ArgValue::Kind::Tensor, t, {}, nullptr, {}, {}}); }
 inline void flatten(const std::vector<Tensor>& l, std::vector<ArgValue>& out) {
-  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(int64_t(l.size())), nullptr, {}});  // the length is guarded
+  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(int64_t(l.size())), nullptr, {}, {}});  // the length is guarded
   for (const Tensor& t : l) flatten(t, out);
 }
 template <class T>
   requires(std::is_arithmetic_v<T>)
 void flatten(T v, std::vector<ArgValue>& out) {
-  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(v), nullptr, {}});
+  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(v), nullptr, {}, {}});
 }
 inline void flatten(const nn::Module& m, std::vector<ArgValue>& out) { out.push_back(module_arg(m)); }
 template <class M>
@@ -167,6 +168,7 @@ class Compiled {
   auto operator()(A&&... args) {
     using R = std::decay_t<std::invoke_result_t<F&, A&&...>>;
     std::vector<capture::ArgValue> flat;
+    flat.reserve(sizeof...(A));
     (capture::flatten(args, flat), ...);
     size_t result_size = 0;  // for a std::vector<Tensor> result: its length in the trace
     capture::Body body = [&](const std::vector<capture::ArgValue>& vals) {

@@ -103,11 +103,11 @@ class Tensor {
   template <class T>
   T* data() const { return static_cast<T*>(data_ptr()); }
   template <class T>
-  T item() const;
+  T item(SourceLoc loc = SourceLoc::current()) const;
   Scalar item_scalar(SourceLoc loc = SourceLoc::current()) const;
   // The elements in logical (row-major) order, converted to T.
   template <class T>
-  std::vector<T> to_vector() const;
+  std::vector<T> to_vector(SourceLoc loc = SourceLoc::current()) const;
   std::string str() const;  // printed like PyTorch
 
   // --- autograd

@@ -59,8 +59,14 @@ ArgValue module_arg(const nn::Module& m) {
   ArgValue a;
   a.kind = ArgValue::Kind::Module;
   a.module = &m;
-  for (auto& [_, t] : m.named_parameters()) a.module_state.push_back(t.impl());
-  for (auto& [_, t] : m.named_buffers()) a.module_state.push_back(t.defined() ? t.impl() : nullptr);
+  // Runs on every call: one walk over the modules without building dotted names (the recursive
+  // named_parameters() would build one per parameter). A tensor tied into several modules is
+  // listed under each; the list only has to come out the same while nothing changed.
+  const_cast<nn::Module&>(m).apply([&](nn::Module& sub) {  // apply() only reads here
+    for (auto& [_, t] : sub.named_parameters(false)) a.module_state.push_back(t.impl());
+    for (auto& [_, t] : sub.named_buffers(false)) a.module_state.push_back(t.defined() ? t.impl() : nullptr);
+    a.module_training.push_back(sub.is_training());  // train()/eval() change forward
+  });
   return a;
 }
 }  // namespace capture

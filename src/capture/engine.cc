@@ -2,6 +2,7 @@
 // automatic dynamic sizes, the recompile limit, and the segmented (lazy) mode after a break.
 #include <kiln/autograd.h>
 #include <kiln/log.h>
+#include <kiln/ops.h>
 
 #include <chrono>
 #include <iostream>
@@ -66,8 +67,14 @@ std::vector<SymbolSource> Engine::symbols_for(const std::vector<ArgValue>& args)
     for (int64_t d = 0; d < t.dim(); d++) {
       SymbolSource s{std::string("s").append(std::to_string(out.size())), i, d};  // (GCC 12 -Wrestrict misfires on "s" + ...)
       bool marked = false;
-      for (const DynamicDim& m : t.impl()->dynamic_dims)
-        if (m.dim == d) marked = true, s.min = std::max<int64_t>(m.min, 2), s.max = m.max;
+      for (const DynamicDim& m : t.impl()->dynamic_dims) {
+        if (m.dim != d) continue;
+        // A guard could never hold for this very call: every call would recompile.
+        KILN_CHECK_HINT(t.size(d) >= m.min && t.size(d) <= m.max, "widen the range given to mark_dynamic",
+                        options.name, ": argument ", i, " has size ", t.size(d), " in dim ", d,
+                        ", outside the range [", m.min, ", ", m.max, "] it was marked dynamic with");
+        marked = true, s.min = std::max<int64_t>(m.min, 2), s.max = m.max;
+      }
       bool automatic = options.dynamic != false && dynamic.count({i, d});
       bool all = options.dynamic == true;
       if ((marked || automatic || all) && t.size(d) >= 2) out.push_back(s);  // 0 and 1 stay specialized
@@ -89,11 +96,16 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
     fake_args[i].tensor = tracer.add_input(args[i].tensor, mine, "arg" + std::to_string(i));
   }
   std::vector<Tensor> outs;
+  // Random ops reserve their draws when they run, also on fake tensors: the trace must leave the
+  // generator as it found it, or the compiled call would draw different numbers than eager.
+  const GeneratorState rng = generator_state();
   try {
     TraceScope scope(tracer);
     outs = body(fake_args);
     tracer.set_outputs(outs);
+    set_generator_state(rng);
   } catch (...) {
+    set_generator_state(rng);
     if (!tracer.brk) throw;  // an error in the function itself: the user's to see
     ExplainReport::Break b{tracer.brk->reason, tracer.brk->file, tracer.brk->line};
     if (b.file.empty()) b = user_location(b.reason);
@@ -112,6 +124,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   e.specializations = std::move(tracer.specializations);
   e.guards = GuardSet::from_args(args, symbols);
   e.guards.relations = std::move(tracer.relations);
+  e.guards.lift(e.lifted);
   KILN_LOG(graph) << options.name << ": graph " << entries.size() << ":\n" << graph::print(*e.graph);
   if (log_enabled(LogComponent::guards)) {
     for (const std::string& g : e.guards.describe()) KILN_LOG(guards) << options.name << ": " << g;
@@ -140,9 +153,11 @@ std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& 
   if (fallback) return body(args);
   if (segmented) return run_segmented(args, body);
   for (const Entry& e : entries)
-    if (!e.guards.check(args)) return run_entry(e, args);
+    if (!e.guards.check(args) && !e.guards.check_lifted(e.lifted)) return run_entry(e, args);
   if (!entries.empty()) {
-    std::string why = *entries.back().guards.check(args);
+    const Entry& last = entries.back();
+    std::optional<std::string> failed = last.guards.check(args);
+    std::string why = failed ? *failed : *last.guards.check_lifted(last.lifted);
     recompile_reasons.push_back(why);
     KILN_LOG(recompiles) << options.name << ": recompiling (graph " << entries.size() << "): " << why;
     if (int(entries.size()) >= options.recompile_limit) {
@@ -192,7 +207,7 @@ ExplainReport report(const Engine& e) {
   r.breaks = e.breaks;
   for (const auto& s : e.segments.syncs) {
     bool seen = false;
-    for (const auto& b : r.breaks) seen |= b.file == s.file && b.line == s.line;
+    for (const auto& b : r.breaks) seen |= b.reason == s.reason && b.file == s.file && b.line == s.line;
     if (!seen) r.breaks.push_back(s);
   }
   if (!e.entries.empty()) r.guards = e.entries.back().guards.describe();

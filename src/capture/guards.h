@@ -32,6 +32,7 @@ struct TensorGuard {
   std::vector<int64_t> sizes;    // -1: symbolic (checked through the symbol's source)
   std::vector<int64_t> strides;  // checked where every size is static; else contiguity
   bool contiguous;
+  bool all_static;  // no size is symbolic
 };
 
 struct RelationGuard {
@@ -51,12 +52,17 @@ class GuardSet {
   std::vector<std::pair<size_t, ArgValue>> modules;  // identity and parameter identities
   std::vector<SymbolSource> symbols;
   std::vector<RelationGuard> relations;
+  std::vector<TensorGuard> lifted;  // the lifted tensors' metadata (input = their index)
 
   // The guards of a trace of `args` in which the given dims are symbolic.
   static GuardSet from_args(const std::vector<ArgValue>& args, const std::vector<SymbolSource>& symbols);
   // Null if every guard holds for `args`; otherwise the first failing guard, described with the
   // value it saw ("input 0: size 1 is 9, expected 8").
   std::optional<std::string> check(const std::vector<ArgValue>& args) const;
+  // Guards on the tensors a trace lifted (bound by identity): a change of their metadata in place
+  // (Module::to(dtype), requires_grad_(false)) needs a new graph.
+  void lift(const std::vector<Tensor>& ts);
+  std::optional<std::string> check_lifted(const std::vector<Tensor>& ts) const;
   // The guards in words, one per line.
   std::vector<std::string> describe() const;
 };

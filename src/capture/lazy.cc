@@ -59,12 +59,19 @@ graph::Value* LazyRecorder::value_of(const Tensor& t) {
   return v;
 }
 
+// An op that cannot be recorded runs for real, with the recorder off: its implementation's own
+// ops (nonzero's comparisons, index's decomposition) are part of it, not a pending segment.
+static std::vector<Tensor> run_eagerly(const ops::Args& a) {
+  ops::SuspendDispatchMode eager;
+  return ops::call(a.op, a.v);
+}
+
 std::optional<std::vector<Tensor>> LazyRecorder::intercept(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
   if (info.flags & ops::DATADEP) {  // its output shape needs data: run what is pending, then this op eagerly
     cache_.note_sync(std::string(info.name) + "() has a data-dependent output shape");
     flush();
-    return std::nullopt;
+    return run_eagerly(a);
   }
   // A pending graph runs in one grad mode: a switch (entering or leaving no_grad) ends it.
   if (!pending_->nodes().empty() && is_grad_enabled() != grad_enabled_) flush();
@@ -76,7 +83,7 @@ std::optional<std::vector<Tensor>> LazyRecorder::intercept(const ops::Args& a) {
     outs = pending_->add_call(a.op, std::move(args));
   } catch (const Error&) {  // shapes need data (boolean masks): run what is pending, then this op eagerly
     sync(std::string(info.name) + "(): its output shape depends on data");
-    return std::nullopt;
+    return run_eagerly(a);
   }
   if (info.flags & ops::MUTATES) {
     // The destination may be a real tensor the caller reads directly: write it now.
@@ -143,7 +150,7 @@ LazyInstall::LazyInstall(LazyRecorder& r) : prev_recorder_(g_recorder) {
   prev_mode_ = ops::set_dispatch_mode(&r);
   prev_hooks_ = tensor_hooks();
   tensor_hooks().fake_data = [](const TensorImpl* t) {
-    if (g_recorder && g_recorder->owns(t)) g_recorder->sync("a tensor's data was read (item(), printing, data_ptr())");
+    if (g_recorder && g_recorder->owns(t)) g_recorder->sync("a tensor's data was read (item(), printing, data_ptr(), to_vector())");  // as the tracer says
   };
 }
 

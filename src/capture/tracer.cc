@@ -77,11 +77,13 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     // shares its storage and layout: the same value.
     auto s = by_storage_.find(t.impl()->storage.get());
     if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) return s->second;
-    graph_break("a tensor made from a traced tensor outside kiln's ops reached an op");
+    // Otherwise it is a stand-in built in fake mode (a model constructed under FakeModeScope),
+    // lifted like a parameter; a symbolic one can only have leaked from another trace.
+    KILN_CHECK(!t.impl()->sym, "internal: a symbolic fake tensor from outside this trace reached the tracer");
   }
   if (t.is_wrapped_number()) return graph.add_constant(t, true);
-  // A real tensor the function reads (a module parameter, a tensor it captured): a graph input
-  // bound to that tensor, so in-place updates (optimizer steps) need no recompile.
+  // A tensor the function reads (a module parameter, a tensor it captured): a graph input bound
+  // to that tensor, so in-place updates (optimizer steps) need no recompile.
   graph::Value* v = graph.add_input(t.spec(), "lifted" + std::to_string(lifted.size()));
   lifted.push_back(t);
   values_[t.impl()] = v;
@@ -156,7 +158,7 @@ void Tracer::graph_break(const std::string& reason) {
 }
 
 void Tracer::on_fake_data(const TensorImpl*) {
-  graph_break("a tensor's data was read while tracing (item(), printing, data_ptr(), to_vector())");
+  graph_break("a tensor's data was read (item(), printing, data_ptr(), to_vector())");
 }
 
 void Tracer::on_real_data(const TensorImpl*) {

@@ -2,6 +2,7 @@
 
 #include <sys/mman.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -20,6 +21,8 @@ struct Cache {
   size_t idle_bytes = 0;
 };
 
+std::atomic<size_t> g_allocated{0}, g_blocks{0};
+
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: static tensors free their storage at exit
   return *c;
@@ -35,7 +38,12 @@ constexpr bool kBypassCache = true;
 constexpr bool kBypassCache = false;
 #endif
 
+size_t cpu_allocated_bytes() { return g_allocated.load(std::memory_order_relaxed); }
+size_t cpu_allocated_blocks() { return g_blocks.load(std::memory_order_relaxed); }
+
 void* cpu_alloc(size_t nbytes) {
+  g_allocated.fetch_add(nbytes, std::memory_order_relaxed);
+  g_blocks.fetch_add(1, std::memory_order_relaxed);
   if (nbytes < kLarge || kBypassCache) return std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
   const size_t size = (nbytes + kHugePage - 1) / kHugePage * kHugePage;
   Cache& c = cache();

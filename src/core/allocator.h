@@ -10,5 +10,9 @@ namespace kiln {
 void* cpu_alloc(size_t nbytes);
 // Frees (or keeps for reuse) a block from cpu_alloc.
 void cpu_free(void* p);
+// Bytes requested from cpu_alloc since the process started (a statistic: tests check that
+// capture on fake tensors allocates no tensor data).
+size_t cpu_allocated_bytes();
+size_t cpu_allocated_blocks();  // how many cpu_alloc calls
 
 }  // namespace kiln

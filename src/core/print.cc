@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "core/tensor_impl.h"
+#include "ops/dispatch.h"
 
 namespace kiln {
 namespace {
@@ -60,7 +61,11 @@ void print_rec(std::ostringstream& os, const Shape& shown, const Shape& full, co
 
 std::string Tensor::str() const {
   if (!defined()) return "tensor(undefined)";
+  // Printing reads the data: under capture that is a graph break (tracing) or a sync point that
+  // materializes the tensor (lazy mode), as any other read.
+  if (is_fake() && tensor_hooks().fake_data) tensor_hooks().fake_data(impl());
   if (is_fake()) return "FakeTensor(shape=" + shape_str(sym_sizes()) + ", dtype=" + name(dtype()) + ")";
+  ops::SuspendDispatchMode eager;  // printing's own ops are not part of a capture
   NoGradGuard no_grad;
   // Large tensors show the first and last few entries of each long dim.
   Tensor shown_t = detach();

@@ -246,25 +246,26 @@ Scalar Tensor::item_scalar(SourceLoc loc) const {
 }
 
 template <class T>
-T Tensor::item() const {
-  Scalar s = item_scalar();
+T Tensor::item(SourceLoc loc) const {
+  Scalar s = item_scalar(loc);  // the caller's line: capture reports graph breaks there
   if constexpr (std::is_same_v<T, bool>) return s.to_bool();
   else if constexpr (std::is_floating_point_v<T>) return T(s.to_double());
   else return T(s.to_int());
 }
 
 template <class T>
-std::vector<T> Tensor::to_vector() const {
+std::vector<T> Tensor::to_vector(SourceLoc loc) const {
+  ops::CallSite site(loc);
   reading_values(impl());
-  Tensor c = kiln::contiguous(*this);
+  Tensor c = kiln::contiguous(*this, loc);
   if (c.dtype() != cpu::dtype_of<T>()) c = convert_element_type(c, cpu::dtype_of<T>());
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());
 }
 
 #define KILN_INSTANTIATE(T)                      \
-  template T Tensor::item<T>() const;            \
-  template std::vector<T> Tensor::to_vector<T>() const;
+  template T Tensor::item<T>(SourceLoc) const;   \
+  template std::vector<T> Tensor::to_vector<T>(SourceLoc) const;
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 KILN_INSTANTIATE(int64_t)

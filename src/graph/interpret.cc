@@ -1,8 +1,11 @@
 // Runs a graph with eager kernels. Each value is dropped after its last use, so peak memory
 // follows the graph's live set rather than its size.
+#include <kiln/autograd.h>
+
 #include <map>
 #include <unordered_map>
 
+#include "autograd/engine.h"
 #include "graph/graph.h"
 #include "sym/expr.h"
 
@@ -60,6 +63,11 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
     } else {
       std::vector<ops::Arg> args;
       for (const NodeArg& a : n.args) args.push_back(symbols.empty() ? box_arg(a, get) : concrete(box_arg(a, get), symbols));
+      // An in-place method (x.add_(y)) is captured as its out-of-place op and a copy_ into x. The
+      // eager method keeps x's old value for the op's backward before the copy overwrites it, and
+      // so must this copy_, or that backward finds x modified.
+      if (n.op == ops::OpId::copy_ && is_grad_enabled())
+        autograd::save_before_overwrite(std::get<Tensor>(args.at(0)), std::get<Tensor>(args.at(1)));
       outs = ops::call(n.op, std::move(args));
     }
     KILN_CHECK(outs.size() == n.outputs.size(), "graph interpret: node ", i, " (", n.name(), ") returned ",

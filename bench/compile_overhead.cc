@@ -1,0 +1,127 @@
+// The cost compile() adds to a call (issue 5: guards + dispatch under 5 us for 10 tensor inputs),
+// against the same call eagerly; and the time to capture GPT-2 small on fake tensors.
+//
+//   ninja -C build kiln_bench_compile && ./build/kiln_bench_compile
+#include <benchmark/benchmark.h>
+#include <kiln/compile.h>
+#include <kiln/kiln.h>
+#include <kiln/nn.h>
+
+#include "../examples/gpt/model.h"
+#include "capture/fake_mode.h"
+#include "capture/guards.h"
+#include "capture/tracer.h"
+#include "core/tensor_impl.h"
+
+namespace {
+
+using namespace kiln;
+
+constexpr int kInputs = 10;
+
+std::vector<Tensor> small_inputs() {
+  std::vector<Tensor> v;
+  for (int i = 0; i < kInputs; i++) v.push_back(full({8}, double(i)));
+  return v;
+}
+
+Tensor sum_of_adds(const Tensor& a, const Tensor& b, const Tensor& c, const Tensor& d, const Tensor& e, const Tensor& f,
+                   const Tensor& g, const Tensor& h, const Tensor& i, const Tensor& j) {
+  return a + b + c + d + e + f + g + h + i + j;
+}
+
+template <class F>
+void call10(F& f, const std::vector<Tensor>& v, benchmark::State& state) {
+  for (auto _ : state) benchmark::DoNotOptimize(f(v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], v[9]));
+}
+
+// (a) guard evaluation alone: the checks a cached graph runs on 10 tensor arguments.
+void BM_GuardCheck(benchmark::State& state) {
+  std::vector<capture::ArgValue> args;
+  for (const Tensor& t : small_inputs()) capture::flatten(t, args);
+  capture::GuardSet g = capture::GuardSet::from_args(args, {});
+  for (auto _ : state) benchmark::DoNotOptimize(g.check(args));
+}
+BENCHMARK(BM_GuardCheck);
+
+CompileOptions noop_backend() {
+  register_backend("noop", [](std::shared_ptr<const graph::Graph>) -> CompiledGraph {
+    return [](const std::vector<Tensor>& inputs) { return inputs; };
+  });
+  CompileOptions o;
+  o.backend = "noop";
+  return o;
+}
+
+// (b) guards + dispatch: a compiled call whose backend does nothing (returns its inputs).
+void BM_CompiledNoopBackend(benchmark::State& state) {
+  CompileOptions o = noop_backend();
+  auto f = compile(sum_of_adds, o);
+  call10(f, small_inputs(), state);
+}
+BENCHMARK(BM_CompiledNoopBackend);
+
+// A module argument: its guards cover its identity, its parameters' and buffers' identities and
+// its modes (here 6 parameters, 5 modules), read on every call.
+void BM_CompiledNoopBackendModuleArg(benchmark::State& state) {
+  CompileOptions o = noop_backend();
+  nn::Sequential net(nn::Linear(8, 8), nn::ReLU(), nn::Linear(8, 8), nn::Linear(8, 8));
+  auto f = compile([](nn::Sequential& m, const Tensor& x) { return m->forward(x); }, o);
+  Tensor x = ones({2, 8});
+  for (auto _ : state) benchmark::DoNotOptimize(f(net, x));
+}
+BENCHMARK(BM_CompiledNoopBackendModuleArg);
+
+// The same with GPT-2 small as the module argument (148 parameters, 64 modules; built in fake
+// mode: only the guards run, the backend does nothing).
+void BM_CompiledNoopBackendGpt2Arg(benchmark::State& state) {
+  CompileOptions o = noop_backend();
+  std::optional<gpt::GPT> model;
+  {
+    capture::FakeModeScope fake;
+    model.emplace(gpt::Config{});
+  }
+  auto f = compile([](gpt::GPT& m, const Tensor& idx) { return m->forward(idx); }, o);
+  Tensor idx = zeros({8, 1024}, kInt64);
+  for (auto _ : state) benchmark::DoNotOptimize(f(*model, idx));
+}
+BENCHMARK(BM_CompiledNoopBackendGpt2Arg);
+
+// (c) the same function eagerly: nine adds of 8-element tensors.
+void BM_Eager(benchmark::State& state) {
+  auto f = sum_of_adds;
+  call10(f, small_inputs(), state);
+}
+BENCHMARK(BM_Eager);
+
+// (d) compiled with the "eager" backend: guards + dispatch + interpreting the graph.
+void BM_CompiledEagerBackend(benchmark::State& state) {
+  auto f = compile(sum_of_adds);
+  call10(f, small_inputs(), state);
+}
+BENCHMARK(BM_CompiledEagerBackend);
+
+// GPT-2 small (workloads.md: 12 layers, d 768, 12 heads, vocab 50304, B8 T1024) forward + loss,
+// traced with fake parameters and fake inputs: nothing is allocated.
+void BM_CaptureGpt2SmallFake(benchmark::State& state) {
+  std::optional<gpt::GPT> model;
+  {
+    capture::FakeModeScope fake;  // fake parameters: building the model allocates nothing either
+    model.emplace(gpt::Config{});
+  }
+  for (auto _ : state) {
+    capture::Tracer tracer;
+    Tensor idx = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), {}, "idx");
+    Tensor tgt = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), {}, "targets");
+    {
+      capture::TraceScope scope(tracer);
+      tracer.set_outputs({(*model)->loss(idx, tgt)});
+    }
+    benchmark::DoNotOptimize(tracer.graph.nodes().size());
+  }
+}
+BENCHMARK(BM_CaptureGpt2SmallFake)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+BENCHMARK_MAIN();
