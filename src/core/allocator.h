@@ -10,5 +10,8 @@ namespace kiln {
 void* cpu_alloc(size_t nbytes);
 // Frees (or keeps for reuse) a block from cpu_alloc.
 void cpu_free(void* p);
+// The cheapest correct way to free a block of nbytes from cpu_alloc: small blocks were never
+// cached, so they skip cpu_free's lock and lookup.
+void (*cpu_deleter(size_t nbytes))(void*);
 
 }  // namespace kiln

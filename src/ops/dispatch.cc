@@ -23,16 +23,33 @@ std::string describe_inputs(const Args& a) {
   return s;
 }
 
-bool any_fake(const Args& a) {
-  for (const Tensor& t : a.tensor_inputs())
-    if (t.is_fake()) return true;
+// Calls f on every defined tensor argument (Tensor[] elements too) until it returns true,
+// without building tensor_inputs()' vector: this runs on every op call.
+template <class F>
+bool any_tensor(const Args& a, F f) {
+  for (const Arg& x : a.v) {
+    if (auto* t = std::get_if<Tensor>(&x)) {
+      if (t->defined() && f(*t)) return true;
+    } else if (auto* l = std::get_if<TensorList>(&x)) {
+      for (const Tensor& e : *l)
+        if (e.defined() && f(e)) return true;
+    }
+  }
   return false;
 }
 
+bool any_fake(const Args& a) {
+  return any_tensor(a, [](const Tensor& t) { return t.impl()->storage->fake; });
+}
+
 Device common_device(const Args& a) {
-  for (const Tensor& t : a.tensor_inputs())
-    if (!t.is_wrapped_number()) return t.device();
-  return kCPU;
+  Device dev = kCPU;
+  any_tensor(a, [&](const Tensor& t) {
+    if (t.is_wrapped_number()) return false;
+    dev = t.device();
+    return true;
+  });
+  return dev;
 }
 }  // namespace
 

@@ -189,7 +189,9 @@ void binary_run(const Tensor& out, const Tensor& x, const Tensor& y, DType dt, F
 std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   const Tensor &x = a.tensor(0), &y = a.tensor(1);
   Tensor out = make_tensor(specs[0]);
-  const DType dt = result_type({x, y});  // the compute dtype
+  // The compute dtype; two non-wrapped tensors of one dtype skip result_type's general rules.
+  const DType dt = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number()
+                       ? x.dtype() : result_type({x, y});
   const DType rdt = out.dtype();
   switch (a.op) {
     case OpId::add:

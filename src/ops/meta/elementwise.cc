@@ -1,13 +1,22 @@
 // Meta functions of the elementwise prims: broadcasting and PyTorch's type promotion.
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
+#include "core/tensor_impl.h"
 
 namespace kiln::ops {
 namespace {
 
+// Both concrete and of one shape (the common case): no broadcasting to work out.
+bool same_concrete_sizes(const Tensor& x, const Tensor& y) {
+  const TensorImpl *a = x.impl(), *b = y.impl();
+  return !a->sym && !b->sym && a->sizes == b->sizes;
+}
+
 // The dtype an elementwise op computes in (also its output dtype, except for comparisons).
-DType compute_dtype(OpId op, const std::vector<Tensor>& ins) {
-  DType common = result_type(ins);
+DType compute_dtype(OpId op, const Tensor& x, const Tensor& y) {
+  // Two non-wrapped tensors of one dtype promote to it: skip result_type's general rules.
+  const bool same = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number();
+  DType common = same ? x.dtype() : result_type({x, y});
   switch (op) {
     case OpId::atan2: case OpId::hypot: case OpId::copysign: case OpId::nextafter:
       return float_result(common);
@@ -35,8 +44,8 @@ std::vector<TensorSpec> unary_bool(const Args& a) { return {spec_like(a.tensor(0
 
 std::vector<TensorSpec> binary(const Args& a) {
   const Tensor &x = a.tensor(0), &y = a.tensor(1);
-  SymShape shape = broadcast_shapes(x.sym_sizes(), y.sym_sizes());
-  DType dt = compute_dtype(a.op, {x, y});
+  SymShape shape = same_concrete_sizes(x, y) ? x.sym_sizes() : broadcast_shapes(x.sym_sizes(), y.sym_sizes());
+  DType dt = compute_dtype(a.op, x, y);
   const Tensor& ref = x.is_wrapped_number() ? y : x;
   switch (a.op) {
     case OpId::eq: case OpId::ne: case OpId::lt: case OpId::le: case OpId::gt: case OpId::ge:
