@@ -140,6 +140,15 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
   KILN_CHECK_HINT(can_cast(result.dtype(), self.dtype()), "convert the target first (e.g. x = x.to(kFloat32))",
                   name, ": result type ", kiln::name(result.dtype()), " can't be cast to the desired output type ",
                   kiln::name(self.dtype()));
+  // Fast path for plain eager tensors (no autograd state, recording, autocast, fakes or shared
+  // memory): copy the data straight in and bump the version as copy_ would, without dispatching.
+  const TensorImpl *s = self.impl(), *r = result.impl();
+  if (!t_mode && !autocast_dtype() && !s->autograd && !r->autograd && !s->storage->fake && !r->storage->fake &&
+      s->storage != r->storage && s->dtype == r->dtype && !s->sym && !r->sym) {
+    cpu::copy_into(self, result);
+    s->storage->version++;
+    return self;
+  }
   if (is_grad_enabled()) autograd::save_before_overwrite(self, result);
   copy_(self, result);
   return self;

@@ -35,6 +35,8 @@ std::vector<TensorSpec> unary_same(const Args& a) {
   if (a.op == OpId::neg)
     KILN_CHECK_HINT(x.dtype() != kBool, "use logical_not() (or ~) on bool tensors",
                     "negation of a bool tensor is not supported");
+  // relu is a composite with a fast eager kernel (per-call cost on small tensors).
+  if (a.op == OpId::relu) KILN_CHECK(x.dtype() != kBool, "relu: Boolean inputs not supported");
   if (a.op == OpId::bitwise_not)
     KILN_CHECK(is_integral(x.dtype(), true), "bitwise_not needs an integer or bool tensor, got ", name(x.dtype()));
   return {spec_like(x, x.dtype())};
@@ -107,7 +109,7 @@ UNARY_META(erf, unary_float) UNARY_META(erfc, unary_float) UNARY_META(erfinv, un
 UNARY_META(sigmoid, unary_float) UNARY_META(lgamma, unary_float) UNARY_META(digamma, unary_float)
 UNARY_META(neg, unary_same) UNARY_META(abs, unary_same) UNARY_META(sign, unary_same)
 UNARY_META(floor, unary_same) UNARY_META(ceil, unary_same) UNARY_META(round, unary_same)
-UNARY_META(trunc, unary_same) UNARY_META(bitwise_not, unary_same)
+UNARY_META(trunc, unary_same) UNARY_META(bitwise_not, unary_same) UNARY_META(relu, unary_same)
 UNARY_META(isnan, unary_bool) UNARY_META(isinf, unary_bool) UNARY_META(isfinite, unary_bool)
 UNARY_META(logical_not, unary_bool)
 #undef UNARY_META
