@@ -122,11 +122,14 @@ bool spec_symbolic(const TensorSpec& s) {
 }
 
 void set_layout(TensorImpl& impl, const TensorSpec& spec) {
-  const SymShape strides = spec.strides.empty() ? contiguous_strides(spec.sizes) : spec.strides;
-  impl.sizes.clear();
-  impl.strides.clear();
-  for (auto& s : spec.sizes) impl.sizes.push_back(s.hint());
-  for (auto& s : strides) impl.strides.push_back(s.hint());
+  // Views (every x.view(), x[i]) come through here: no copy of the spec's strides when given.
+  SymShape computed;
+  if (spec.strides.empty()) computed = contiguous_strides(spec.sizes);
+  const SymShape& strides = spec.strides.empty() ? computed : spec.strides;
+  impl.sizes.resize(spec.sizes.size());
+  impl.strides.resize(strides.size());
+  for (size_t i = 0; i < spec.sizes.size(); ++i) impl.sizes[i] = spec.sizes[i].hint();
+  for (size_t i = 0; i < strides.size(); ++i) impl.strides[i] = strides[i].hint();
   impl.offset = spec.offset.hint();
   impl.dtype = spec.dtype;
   if (spec_symbolic(spec)) impl.sym.reset(new SymLayout{spec.sizes, strides, spec.offset});
