@@ -172,10 +172,27 @@ KILN_META(slice) {
   const Tensor& x = a.tensor(0);
   KILN_CHECK(x.dim() > 0, "slice: cannot slice a 0-d tensor");
   const int64_t d = wrap_dim(a.i64(1), x.dim());
-  SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
-  const SymInt n = sizes[size_t(d)];
   const SymInt step = a.symint(4);
   KILN_CHECK(step > 0, "slice: step must be positive, got ", step.str());
+  const TensorImpl* t = x.impl();
+  auto concrete = [](const std::optional<SymInt>& v) { return !v || !v->is_symbolic(); };
+  if (!t->sym && !step.is_symbolic() && concrete(a.opt_symint(2)) && concrete(a.opt_symint(3))) {
+    // Concrete tensor and bounds (nearly every eager call, x[i] included): plain int64 arithmetic.
+    const int64_t n = t->sizes[size_t(d)], st = step.hint();
+    auto clamp_int = [&](const std::optional<SymInt>& v, int64_t dflt) {
+      if (!v) return dflt;
+      const int64_t i = v->hint();
+      return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n);
+    };
+    const int64_t start = clamp_int(a.opt_symint(2), 0), end = std::max(start, clamp_int(a.opt_symint(3), n));
+    TensorSpec spec{SymShape(t->sizes.begin(), t->sizes.end()), SymShape(t->strides.begin(), t->strides.end()),
+                    t->offset + start * t->strides[size_t(d)], t->dtype, t->device()};
+    spec.sizes[size_t(d)] = (end - start + st - 1) / st;
+    spec.strides[size_t(d)] = t->strides[size_t(d)] * st;
+    return {std::move(spec)};
+  }
+  SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
+  const SymInt n = sizes[size_t(d)];
   auto clampi = [&](std::optional<SymInt> v, SymInt dflt) {
     if (!v) return dflt;
     SymInt s = *v;
