@@ -103,6 +103,13 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
 }  // namespace
 
 Tensor index_get(const Tensor& self, nb::handle index) {
+  // x[i] with a plain int: straight to select (no tuple, no per-item classification).
+  if (PyLong_CheckExact(index.ptr()) && self.dim() > 0) {
+    int overflow = 0;
+    const long long v = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
+    const int64_t n = self.size(0);
+    if (!overflow && v >= -n && v < n) return kiln::select(self, 0, int64_t(v));
+  }
   Indexed r = apply_index(self, index);
   if (!r.any_adv) return r.view;
   return kiln::index(r.view, r.adv);

@@ -27,47 +27,60 @@ std::vector<ops::Arg> bind_args(OpId op, nb::handle self, nb::args args, nb::kwa
   const std::string& fn = s.name;  // a reference: no string copy per call
   size_t n = s.args.size();
   std::vector<ops::Arg> out(n);
-  std::vector<bool> filled(n, false);
+  // Per-call scratch inline for the usual short schemas (this runs on every op call).
+  constexpr size_t kInline = 16;
+  bool filled_inline[kInline] = {};
+  size_t pos_inline[kInline];
+  std::vector<bool> filled_heap;
+  std::vector<size_t> pos_heap;
+  const bool small = n <= kInline;
+  if (!small) filled_heap.assign(n, false), pos_heap.reserve(n);
+  auto filled = [&](size_t i) -> bool { return small ? filled_inline[i] : filled_heap[i]; };
+  auto fill = [&](size_t i) { small ? void(filled_inline[i] = true) : void(filled_heap[i] = true); };
+  size_t npos = 0;
+  auto pos_at = [&](size_t p) { return small ? pos_inline[p] : pos_heap[p]; };
   // Positional parameters, in order, excluding self when it is the receiver.
-  std::vector<size_t> pos;
   for (size_t i = 0; i < n; i++) {
     if (self.is_valid() && s.args[i].name == "self") {
       if (const Tensor* t = as_tensor(self)) out[i] = *t;
-      filled[i] = true;
+      fill(i);
       continue;
     }
-    if (!s.args[i].kwarg_only) pos.push_back(i);
+    if (s.args[i].kwarg_only) continue;
+    if (small) pos_inline[npos] = i;
+    else pos_heap.push_back(i);
+    npos++;
   }
   size_t given = args.size();
   size_t ai = 0;
-  for (size_t p = 0; p < pos.size() && ai < given; p++) {
-    const ops::SchemaArg& sa = s.args[pos[p]];
+  for (size_t p = 0; p < npos && ai < given; p++) {
+    const ops::SchemaArg& sa = s.args[pos_at(p)];
     // Sizes may be passed as separate ints: x.view(2, 3), kiln.zeros(2, 3).
-    if (p == 0 && is_list_type(sa.type) && given > pos.size()) {
-      size_t take = given - pos.size() + 1;
+    if (p == 0 && is_list_type(sa.type) && given > npos) {
+      size_t take = given - npos + 1;
       nb::list l;
       for (size_t k = 0; k < take; k++) l.append(args[ai + k]);
-      out[pos[p]] = to_arg(sa, l, fn);
+      out[pos_at(p)] = to_arg(sa, l, fn);
       ai += take;
     } else {
-      out[pos[p]] = to_arg(sa, args[ai++], fn);
+      out[pos_at(p)] = to_arg(sa, args[ai++], fn);
     }
-    filled[pos[p]] = true;
+    fill(pos_at(p));
   }
   if (ai < given)
-    throw NoMatch{fn + "() takes " + std::to_string(pos.size()) + " positional argument(s) but " +
+    throw NoMatch{fn + "() takes " + std::to_string(npos) + " positional argument(s) but " +
                   std::to_string(given) + " were given"};
   for (auto [key, value] : kwargs) {
     std::string k = nb::cast<std::string>(key);
     size_t i = 0;
     while (i < n && s.args[i].name != k) i++;
     if (i == n || (self.is_valid() && k == "self")) throw NoMatch{fn + "() got an unexpected keyword argument '" + k + "'"};
-    if (filled[i]) throw NoMatch{fn + "() got multiple values for argument '" + k + "'"};
+    if (filled(i)) throw NoMatch{fn + "() got multiple values for argument '" + k + "'"};
     out[i] = to_arg(s.args[i], value, fn);
-    filled[i] = true;
+    fill(i);
   }
   for (size_t i = 0; i < n; i++) {
-    if (filled[i]) continue;
+    if (filled(i)) continue;
     if (!s.args[i].has_default) throw NoMatch{fn + "() missing required argument '" + s.args[i].name + "'"};
     out[i] = s.args[i].default_value;
   }
@@ -102,7 +115,10 @@ nb::object wrap_outputs(OpId op, std::vector<Tensor>&& out) {
   return result_type(op)(*items);
 }
 
-nb::object call_op(const std::vector<OpId>& overloads, nb::handle self, nb::args args, nb::kwargs kwargs) {
+namespace {
+// Binds the arguments to the first overload that accepts them and runs it.
+std::pair<OpId, std::vector<Tensor>> run_op(const std::vector<OpId>& overloads, nb::handle self, nb::args args,
+                                            nb::kwargs kwargs) {
   std::string why;
   for (OpId op : overloads) {
     std::vector<ops::Arg> a;
@@ -116,11 +132,17 @@ nb::object call_op(const std::vector<OpId>& overloads, nb::handle self, nb::args
       why += "\n  " + signature_text(op) + ": " + e.what();
       continue;
     }
-    return wrap_outputs(op, ops::call(op, std::move(a)));
+    return {op, ops::call(op, std::move(a))};
   }
   if (overloads.size() == 1) throw nb::type_error(why.substr(why.find(": ") + 2).c_str());
   throw nb::type_error(("no signature of " + ops::op_schema(overloads[0]).name +
                         "() matches these arguments; tried:" + why).c_str());
+}
+}  // namespace
+
+nb::object call_op(const std::vector<OpId>& overloads, nb::handle self, nb::args args, nb::kwargs kwargs) {
+  auto [op, out] = run_op(overloads, self, args, kwargs);
+  return wrap_outputs(op, std::move(out));
 }
 
 void bind_ops(nb::module_& m, nb::handle tensor_cls) {
@@ -163,9 +185,11 @@ void bind_ops(nb::module_& m, nb::handle tensor_cls) {
       nb::setattr(tensor_cls, iname,
                   nb::cpp_function(
                       [ids, iname](nb::handle self, nb::args a, nb::kwargs k) {
-                        nb::object r = call_op(ids, self, a, k);
+                        // The result never becomes a Python object: x.add_(y) is a hot path.
+                        auto [op, out] = run_op(ids, self, a, k);
+                        KILN_CHECK(ops::op_schema(op).num_outputs == 1, "internal: ", iname, " of a multi-output op");
                         Tensor& t = nb::cast<Tensor&>(self);
-                        ops::assign_inplace(t, nb::cast<const Tensor&>(r), iname);
+                        ops::assign_inplace(t, out.at(0), iname);
                         return nb::borrow(self);
                       },
                       nb::is_method(), nb::name(iname), nb::scope(tensor_cls)));

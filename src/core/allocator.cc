@@ -73,6 +73,10 @@ void* cpu_alloc(size_t nbytes) {
   return p;
 }
 
+static void free_small(void* p) { std::free(p); }
+
+void (*cpu_deleter(size_t nbytes))(void*) { return nbytes < kLarge || kBypassCache ? free_small : cpu_free; }
+
 void cpu_free(void* p) {
   if (!p) return;
   Cache& c = cache();

@@ -14,5 +14,8 @@ void cpu_free(void* p);
 // capture on fake tensors allocates no tensor data).
 size_t cpu_allocated_bytes();
 size_t cpu_allocated_blocks();  // how many cpu_alloc calls
+// The cheapest correct way to free a block of nbytes from cpu_alloc: small blocks were never
+// cached, so they skip cpu_free's lock and lookup.
+void (*cpu_deleter(size_t nbytes))(void*);
 
 }  // namespace kiln

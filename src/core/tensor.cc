@@ -24,7 +24,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   if (nbytes > 0) {
     s->data = cpu_alloc(nbytes);
     KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
-    s->deleter = cpu_free;
+    s->deleter = cpu_deleter(nbytes);
   }
   return s;
 }
@@ -105,14 +105,21 @@ SymShape contiguous_strides(const SymShape& sizes) {
   return st;
 }
 
+namespace {
+// Gives impl (sizes set) contiguous strides and fresh storage.
+Tensor finish_contiguous(std::shared_ptr<TensorImpl> impl, DType dtype, Device device) {
+  for (int64_t s : impl->sizes) KILN_CHECK(s >= 0, "negative dimension in shape ", shape_str(impl->sizes));
+  impl->strides = contiguous_strides(impl->sizes);
+  impl->dtype = dtype;
+  impl->storage = Storage::allocate(size_t(numel_of(impl->sizes)) * itemsize(dtype), device);
+  return Tensor(std::move(impl));
+}
+}  // namespace
+
 Tensor make_tensor(const Shape& sizes, DType dtype, Device device) {
-  for (int64_t s : sizes) KILN_CHECK(s >= 0, "negative dimension in shape ", shape_str(sizes));
   auto impl = std::make_shared<TensorImpl>();
   impl->sizes = sizes;
-  impl->strides = contiguous_strides(sizes);
-  impl->dtype = dtype;
-  impl->storage = Storage::allocate(size_t(numel_of(sizes)) * itemsize(dtype), device);
-  return Tensor(std::move(impl));
+  return finish_contiguous(std::move(impl), dtype, device);
 }
 
 namespace {
@@ -125,11 +132,14 @@ bool spec_symbolic(const TensorSpec& s) {
 }
 
 void set_layout(TensorImpl& impl, const TensorSpec& spec) {
-  const SymShape strides = spec.strides.empty() ? contiguous_strides(spec.sizes) : spec.strides;
-  impl.sizes.clear();
-  impl.strides.clear();
-  for (auto& s : spec.sizes) impl.sizes.push_back(s.hint());
-  for (auto& s : strides) impl.strides.push_back(s.hint());
+  // Views (every x.view(), x[i]) come through here: no copy of the spec's strides when given.
+  SymShape computed;
+  if (spec.strides.empty()) computed = contiguous_strides(spec.sizes);
+  const SymShape& strides = spec.strides.empty() ? computed : spec.strides;
+  impl.sizes.resize(spec.sizes.size());
+  impl.strides.resize(strides.size());
+  for (size_t i = 0; i < spec.sizes.size(); ++i) impl.sizes[i] = spec.sizes[i].hint();
+  for (size_t i = 0; i < strides.size(); ++i) impl.strides[i] = strides[i].hint();
   impl.offset = spec.offset.hint();
   impl.dtype = spec.dtype;
   if (spec_symbolic(spec)) impl.sym.reset(new SymLayout{spec.sizes, strides, spec.offset});
@@ -145,9 +155,10 @@ Tensor make_fake(const TensorSpec& spec) {
 
 Tensor make_tensor(const TensorSpec& spec) {
   if (spec_symbolic(spec)) return make_fake(spec);
-  Shape sizes;
-  for (auto& s : spec.sizes) sizes.push_back(s.value());
-  return make_tensor(sizes, spec.dtype, spec.device);
+  auto impl = std::make_shared<TensorImpl>();
+  impl->sizes.reserve(spec.sizes.size());
+  for (auto& s : spec.sizes) impl->sizes.push_back(s.hint());  // concrete: hint() is the value
+  return finish_contiguous(std::move(impl), spec.dtype, spec.device);
 }
 
 Tensor make_view(const Tensor& base, const TensorSpec& spec) {

@@ -23,16 +23,33 @@ std::string describe_inputs(const Args& a) {
   return s;
 }
 
-bool any_fake(const Args& a) {
-  for (const Tensor& t : a.tensor_inputs())
-    if (t.is_fake()) return true;
+// Calls f on every defined tensor argument (Tensor[] elements too) until it returns true,
+// without building tensor_inputs()' vector: this runs on every op call.
+template <class F>
+bool any_tensor(const Args& a, F f) {
+  for (const Arg& x : a.v) {
+    if (auto* t = std::get_if<Tensor>(&x)) {
+      if (t->defined() && f(*t)) return true;
+    } else if (auto* l = std::get_if<TensorList>(&x)) {
+      for (const Tensor& e : *l)
+        if (e.defined() && f(e)) return true;
+    }
+  }
   return false;
 }
 
+bool any_fake(const Args& a) {
+  return any_tensor(a, [](const Tensor& t) { return t.impl()->storage->fake; });
+}
+
 Device common_device(const Args& a) {
-  for (const Tensor& t : a.tensor_inputs())
-    if (!t.is_wrapped_number()) return t.device();
-  return kCPU;
+  Device dev = kCPU;
+  any_tensor(a, [&](const Tensor& t) {
+    if (t.is_wrapped_number()) return false;
+    dev = t.device();
+    return true;
+  });
+  return dev;
 }
 }  // namespace
 
@@ -125,6 +142,15 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
   KILN_CHECK_HINT(can_cast(result.dtype(), self.dtype()), "convert the target first (e.g. x = x.to(kFloat32))",
                   name, ": result type ", kiln::name(result.dtype()), " can't be cast to the desired output type ",
                   kiln::name(self.dtype()));
+  // Fast path for plain eager tensors (no autograd state, recording, autocast, fakes or shared
+  // memory): copy the data straight in and bump the version as copy_ would, without dispatching.
+  const TensorImpl *s = self.impl(), *r = result.impl();
+  if (!t_mode && !autocast_dtype() && !s->autograd && !r->autograd && !s->storage->fake && !r->storage->fake &&
+      s->storage != r->storage && s->dtype == r->dtype && !s->sym && !r->sym) {
+    cpu::copy_into(self, result);
+    s->storage->version++;
+    return self;
+  }
   if (is_grad_enabled()) autograd::save_before_overwrite(self, result);
   copy_(self, result);
   return self;

@@ -87,6 +87,11 @@ std::vector<Tensor> unary_kernel(const Args& a, const std::vector<TensorSpec>& s
     case OpId::ceil: unary_run(out, x, rdt, [](auto v) { if constexpr (std::is_floating_point_v<decltype(v)>) return std::ceil(v); else return v; }); break;
     case OpId::round: unary_run(out, x, rdt, [](auto v) { if constexpr (std::is_floating_point_v<decltype(v)>) return std::nearbyint(v); else return v; }); break;
     case OpId::trunc: unary_run(out, x, rdt, [](auto v) { if constexpr (std::is_floating_point_v<decltype(v)>) return std::trunc(v); else return v; }); break;
+    case OpId::relu:  // as the decomposition where(x <= 0, 0, x): NaN stays NaN, -0.0 becomes 0
+      unary_run(out, x, rdt, [](auto v) requires(!std::is_same_v<decltype(v), bool>) {
+        return v <= decltype(v)(0) ? decltype(v)(0) : v;
+      });
+      break;
     case OpId::bitwise_not:
       unary_run(out, x, rdt, [](auto v) requires std::is_integral_v<decltype(v)> {
         if constexpr (std::is_same_v<decltype(v), bool>) return !v;
@@ -189,7 +194,9 @@ void binary_run(const Tensor& out, const Tensor& x, const Tensor& y, DType dt, F
 std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   const Tensor &x = a.tensor(0), &y = a.tensor(1);
   Tensor out = make_tensor(specs[0]);
-  const DType dt = result_type({x, y});  // the compute dtype
+  // The compute dtype; two non-wrapped tensors of one dtype skip result_type's general rules.
+  const DType dt = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number()
+                       ? x.dtype() : result_type({x, y});
   const DType rdt = out.dtype();
   switch (a.op) {
     case OpId::add:
@@ -343,7 +350,7 @@ UNARY_KERNEL(asin) UNARY_KERNEL(acos) UNARY_KERNEL(atan) UNARY_KERNEL(sinh) UNAR
 UNARY_KERNEL(asinh) UNARY_KERNEL(acosh) UNARY_KERNEL(atanh) UNARY_KERNEL(erf) UNARY_KERNEL(erfc)
 UNARY_KERNEL(erfinv) UNARY_KERNEL(sigmoid) UNARY_KERNEL(floor) UNARY_KERNEL(ceil) UNARY_KERNEL(round)
 UNARY_KERNEL(trunc) UNARY_KERNEL(isnan) UNARY_KERNEL(isinf) UNARY_KERNEL(isfinite) UNARY_KERNEL(logical_not)
-UNARY_KERNEL(bitwise_not) UNARY_KERNEL(lgamma) UNARY_KERNEL(digamma)
+UNARY_KERNEL(bitwise_not) UNARY_KERNEL(lgamma) UNARY_KERNEL(digamma) UNARY_KERNEL(relu)
 #undef UNARY_KERNEL
 
 #define BINARY_KERNEL(op) KILN_REGISTER(kernel, op, binary_kernel);

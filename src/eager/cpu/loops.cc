@@ -6,41 +6,56 @@
 
 namespace kiln::cpu {
 
-StridedLoop::StridedLoop(const std::vector<const Tensor*>& operands, const Shape& shape) {
-  const size_t nd = shape.size(), no = operands.size();
+StridedLoop::StridedLoop(std::initializer_list<const Tensor*> operands, const Shape& shape) {
+  const size_t nd = shape.size();
+  no_ = operands.size();
+  KILN_CHECK(no_ <= kMaxOperands, "internal: a loop of ", no_, " operands (at most ", kMaxOperands, ")");
   numel_ = numel_of(shape);
-  // Per operand, byte strides aligned to the right of the iteration shape.
-  std::vector<std::vector<int64_t>> st(no, std::vector<int64_t>(nd, 0));
-  for (size_t k = 0; k < no; ++k) {
-    const TensorImpl* t = operands[k]->impl();
-    const int64_t isz = int64_t(itemsize(t->dtype));
-    const size_t tnd = t->sizes.size();
-    KILN_CHECK(tnd <= nd, "internal: operand of rank ", tnd, " in a loop of rank ", nd);
-    for (size_t d = 0; d < tnd; ++d) {
-      const size_t od = nd - tnd + d;
-      KILN_CHECK(t->sizes[d] == shape[od] || t->sizes[d] == 1, "internal: operand shape ", shape_str(t->sizes),
-                 " does not broadcast to ", shape_str(shape));
-      st[k][od] = t->sizes[d] == 1 ? 0 : t->strides[d] * isz;
-    }
-    base_.push_back(numel_ == 0 ? nullptr : t->data());
+  cap_ = nd;
+  if (nd > kInlineDims) {
+    heap_.reset(new int64_t[(kMaxOperands + 1) * nd]);
+    dims_ = heap_.get();
   }
-  // Drop size-1 dims; merge dim d into d+1 when every operand is linear across the pair.
+  const TensorImpl* impls[kMaxOperands];
+  int64_t isz[kMaxOperands];
+  size_t k = 0;
+  for (const Tensor* op : operands) {
+    const TensorImpl* t = op->impl();
+    KILN_CHECK(t->sizes.size() <= nd, "internal: operand of rank ", t->sizes.size(), " in a loop of rank ", nd);
+    for (size_t d = 0; d < t->sizes.size(); ++d)
+      KILN_CHECK(t->sizes[d] == shape[nd - t->sizes.size() + d] || t->sizes[d] == 1, "internal: operand shape ",
+                 shape_str(t->sizes), " does not broadcast to ", shape_str(shape));
+    impls[k] = t;
+    isz[k] = int64_t(itemsize(t->dtype));
+    base_[k] = numel_ == 0 ? nullptr : t->data();
+    ++k;
+  }
+  // Byte stride of operand k along iteration dim d (aligned to the right; broadcast = 0).
+  auto stride_at = [&](size_t k, size_t d) -> int64_t {
+    const TensorImpl* t = impls[k];
+    const size_t lead = nd - t->sizes.size();
+    if (d < lead) return 0;
+    return t->sizes[d - lead] == 1 ? 0 : t->strides[d - lead] * isz[k];
+  };
+  // Drop size-1 dims; merge dim d into the previous kept one when every operand is linear across
+  // the pair.
+  int64_t* sh = dims_;
+  auto row = [&](size_t k) { return dims_ + (k + 1) * cap_; };
   for (size_t d = 0; d < nd; ++d) {
     if (shape[d] == 1) continue;
-    if (!shape_.empty()) {
+    if (nd_ > 0) {
       bool merge = true;
-      for (size_t k = 0; k < no && merge; ++k) merge = strides_[k].back() == st[k][d] * shape[d];
+      for (size_t k = 0; k < no_ && merge; ++k) merge = row(k)[nd_ - 1] == stride_at(k, d) * shape[d];
       if (merge) {
-        shape_.back() *= shape[d];
-        for (size_t k = 0; k < no; ++k) strides_[k].back() = st[k][d];
+        sh[nd_ - 1] *= shape[d];
+        for (size_t k = 0; k < no_; ++k) row(k)[nd_ - 1] = stride_at(k, d);
         continue;
       }
     }
-    shape_.push_back(shape[d]);
-    if (strides_.empty()) strides_.resize(no);
-    for (size_t k = 0; k < no; ++k) strides_[k].push_back(st[k][d]);
+    sh[nd_] = shape[d];
+    for (size_t k = 0; k < no_; ++k) row(k)[nd_] = stride_at(k, d);
+    ++nd_;
   }
-  if (strides_.empty()) strides_.resize(no);
 }
 
 int max_threads() {

@@ -9,7 +9,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <limits>
+#include <memory>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -144,13 +146,20 @@ inline V wrap_neg(V a) {
 int max_threads();
 
 // Operands of one loop: output(s) first, then inputs; all viewed with the output's shape.
+// Its dims live inline (no heap allocation up to kInlineDims dims): on small tensors the loop
+// setup, not the arithmetic, is the cost of an op.
 class StridedLoop {
  public:
+  static constexpr size_t kMaxOperands = 8;
+  static constexpr size_t kInlineDims = 6;
+
   // shape: the iteration shape; operands are broadcast to it (missing/size-1 dims get stride 0).
-  StridedLoop(const std::vector<const Tensor*>& operands, const Shape& shape);
+  StridedLoop(std::initializer_list<const Tensor*> operands, const Shape& shape);
+  StridedLoop(const StridedLoop&) = delete;
+  StridedLoop& operator=(const StridedLoop&) = delete;
 
   int64_t numel() const { return numel_; }
-  size_t num_operands() const { return base_.size(); }
+  size_t num_operands() const { return no_; }
 
   // inner(ptrs, strides_in_bytes, n): n elements along the innermost dim from ptrs[k].
   template <class F>
@@ -159,45 +168,59 @@ class StridedLoop {
  private:
   template <class F>
   void run_range(F& inner, int64_t begin, int64_t end) const;
+  // Coalesced dims, innermost last: shape at dims_[0, nd_), byte strides of operand k at
+  // dims_[(k + 1) * cap_ ...].
+  const int64_t* stride_row(size_t k) const { return dims_ + (k + 1) * cap_; }
 
-  std::vector<int64_t> shape_;                 // coalesced, innermost last
-  std::vector<std::vector<int64_t>> strides_;  // [operand][dim], bytes
-  std::vector<char*> base_;
+  size_t nd_ = 0, no_ = 0, cap_ = 0;
+  char* base_[kMaxOperands] = {};
   int64_t numel_ = 1;
+  int64_t* dims_ = inline_;
+  int64_t inline_[(kMaxOperands + 1) * kInlineDims];
+  std::unique_ptr<int64_t[]> heap_;
 };
 
 template <class F>
 void StridedLoop::run_range(F& inner, int64_t begin, int64_t end) const {
-  const size_t nd = shape_.size(), no = base_.size();
+  const size_t nd = nd_, no = no_;
+  char* ptrs[kMaxOperands];
+  int64_t inner_strides[kMaxOperands];
   if (nd == 0) {
     if (begin < end) {
-      std::vector<char*> p(base_);
-      std::vector<int64_t> s(no, 0);
-      inner(p.data(), s.data(), int64_t(1));
+      for (size_t k = 0; k < no; ++k) ptrs[k] = base_[k], inner_strides[k] = 0;
+      inner(ptrs, inner_strides, int64_t(1));
     }
     return;
   }
-  std::vector<int64_t> idx(nd);
+  for (size_t k = 0; k < no; ++k) inner_strides[k] = stride_row(k)[nd - 1];
+  if (nd == 1) {  // the common case after coalescing: one run
+    for (size_t k = 0; k < no; ++k) ptrs[k] = base_[k] + begin * inner_strides[k];
+    inner(ptrs, inner_strides, end - begin);
+    return;
+  }
+  int64_t idx_inline[kInlineDims];
+  std::vector<int64_t> idx_heap;
+  int64_t* idx = idx_inline;
+  if (nd > kInlineDims) idx_heap.resize(nd), idx = idx_heap.data();
+  const int64_t* shape = dims_;
   int64_t rem = begin;
   for (size_t d = nd; d-- > 0;) {
-    idx[d] = rem % shape_[d];
-    rem /= shape_[d];
+    idx[d] = rem % shape[d];
+    rem /= shape[d];
   }
-  std::vector<char*> ptrs(no);
-  std::vector<int64_t> inner_strides(no);
-  for (size_t k = 0; k < no; ++k) inner_strides[k] = strides_[k][nd - 1];
   int64_t pos = begin;
   while (pos < end) {
     for (size_t k = 0; k < no; ++k) {
       char* p = base_[k];
-      for (size_t d = 0; d < nd; ++d) p += idx[d] * strides_[k][d];
+      const int64_t* st = stride_row(k);
+      for (size_t d = 0; d < nd; ++d) p += idx[d] * st[d];
       ptrs[k] = p;
     }
-    int64_t n = std::min(shape_[nd - 1] - idx[nd - 1], end - pos);
-    inner(ptrs.data(), inner_strides.data(), n);
+    int64_t n = std::min(shape[nd - 1] - idx[nd - 1], end - pos);
+    inner(ptrs, inner_strides, n);
     pos += n;
     idx[nd - 1] += n;
-    for (size_t d = nd - 1; d > 0 && idx[d] == shape_[d]; --d) {
+    for (size_t d = nd - 1; d > 0 && idx[d] == shape[d]; --d) {
       idx[d] = 0;
       ++idx[d - 1];
     }
@@ -207,8 +230,12 @@ void StridedLoop::run_range(F& inner, int64_t begin, int64_t end) const {
 template <class F>
 void StridedLoop::run(F&& inner, int64_t grain) const {
   if (numel_ == 0) return;
+  if (numel_ < grain) {  // small: never enter a parallel region (its start costs more than the work)
+    run_range(inner, 0, numel_);
+    return;
+  }
   const int threads = max_threads();
-  if (numel_ < grain || threads <= 1) {
+  if (threads <= 1) {
     run_range(inner, 0, numel_);
     return;
   }

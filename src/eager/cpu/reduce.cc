@@ -96,12 +96,18 @@ void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>&
   R* o = out.data<R>();  // out is fresh and contiguous: output i <-> kept linear index i
   const int threads = max_threads();
   if (p.n_out >= threads || p.n_red < 32768) {
-#pragma omp parallel for num_threads(threads) if (p.n_out * p.n_red > 32768 && p.n_out > 1 && threads > 1)
-    for (int64_t i = 0; i < p.n_out; ++i) {
+    auto one = [&](int64_t i) {
       A acc = init;
       walk(in + offset_of(i, p.keep_sizes, p.keep_strides), p, 0, p.n_red,
            [&](const T& v, int64_t j) { acc = step(acc, acc_t<T>(v), j); });
       o[i] = R(acc_result<R>(acc));
+    };
+    // Small work never enters OpenMP (even a serialized region costs more than a tiny reduction).
+    if (p.n_out * p.n_red > 32768 && p.n_out > 1 && threads > 1) {
+#pragma omp parallel for num_threads(threads)
+      for (int64_t i = 0; i < p.n_out; ++i) one(i);
+    } else {
+      for (int64_t i = 0; i < p.n_out; ++i) one(i);
     }
     return;
   }
@@ -155,9 +161,13 @@ void reduce_inner(const T* in, T* o, const ReducePlan& p, A init, Op op) {
   const int threads = max_threads();
   const int64_t n = p.n_red;
   if (p.n_out >= threads || n < kGrain) {
-#pragma omp parallel for num_threads(threads) if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) schedule(static)
-    for (int64_t i = 0; i < p.n_out; ++i)
-      o[i] = T(reduce_contig(in + offset_of(i, p.keep_sizes, p.keep_strides), n, init, op));
+    auto one = [&](int64_t i) { o[i] = T(reduce_contig(in + offset_of(i, p.keep_sizes, p.keep_strides), n, init, op)); };
+    if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t i = 0; i < p.n_out; ++i) one(i);
+    } else {
+      for (int64_t i = 0; i < p.n_out; ++i) one(i);
+    }
     return;
   }
   for (int64_t i = 0; i < p.n_out; ++i) {
@@ -208,14 +218,19 @@ void reduce_outer(const T* in, T* o, const ReducePlan& p, A init, Op op) {
     return std::pair<const T*, T*>(in + offset_of(g, gs, gst) + j0, o + g * cols + j0);
   };
   if (tasks >= threads || !par || p.n_red < 2 * threads) {
-#pragma omp parallel for num_threads(threads) if (par && tasks > 1) schedule(static)
-    for (int64_t t = 0; t < tasks; ++t) {
+    auto one = [&](int64_t t) {
       int64_t m;
       auto [src, dst] = block(t, m);
       std::unique_ptr<A[]> acc(new A[size_t(m)]);  // not std::vector: vector<bool> has no data()
       std::fill(acc.get(), acc.get() + m, init);
       accumulate_rows(src, p, 0, p.n_red, acc.get(), m, op);
       for (int64_t j = 0; j < m; ++j) dst[j] = T(acc[size_t(j)]);
+    };
+    if (par && tasks > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+      for (int64_t t = 0; t < tasks; ++t) one(t);
+    } else {
+      for (int64_t t = 0; t < tasks; ++t) one(t);
     }
     return;
   }

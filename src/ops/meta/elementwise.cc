@@ -1,13 +1,22 @@
 // Meta functions of the elementwise prims: broadcasting and PyTorch's type promotion.
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
+#include "core/tensor_impl.h"
 
 namespace kiln::ops {
 namespace {
 
+// Both concrete and of one shape (the common case): no broadcasting to work out.
+bool same_concrete_sizes(const Tensor& x, const Tensor& y) {
+  const TensorImpl *a = x.impl(), *b = y.impl();
+  return !a->sym && !b->sym && a->sizes == b->sizes;
+}
+
 // The dtype an elementwise op computes in (also its output dtype, except for comparisons).
-DType compute_dtype(OpId op, const std::vector<Tensor>& ins) {
-  DType common = result_type(ins);
+DType compute_dtype(OpId op, const Tensor& x, const Tensor& y) {
+  // Two non-wrapped tensors of one dtype promote to it: skip result_type's general rules.
+  const bool same = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number();
+  DType common = same ? x.dtype() : result_type({x, y});
   switch (op) {
     case OpId::atan2: case OpId::hypot: case OpId::copysign: case OpId::nextafter:
       return float_result(common);
@@ -26,6 +35,8 @@ std::vector<TensorSpec> unary_same(const Args& a) {
   if (a.op == OpId::neg)
     KILN_CHECK_HINT(x.dtype() != kBool, "use logical_not() (or ~) on bool tensors",
                     "negation of a bool tensor is not supported");
+  // relu is a composite with a fast eager kernel (per-call cost on small tensors).
+  if (a.op == OpId::relu) KILN_CHECK(x.dtype() != kBool, "relu: Boolean inputs not supported");
   if (a.op == OpId::bitwise_not)
     KILN_CHECK(is_integral(x.dtype(), true), "bitwise_not needs an integer or bool tensor, got ", name(x.dtype()));
   return {spec_like(x, x.dtype())};
@@ -35,8 +46,8 @@ std::vector<TensorSpec> unary_bool(const Args& a) { return {spec_like(a.tensor(0
 
 std::vector<TensorSpec> binary(const Args& a) {
   const Tensor &x = a.tensor(0), &y = a.tensor(1);
-  SymShape shape = broadcast_shapes(x.sym_sizes(), y.sym_sizes());
-  DType dt = compute_dtype(a.op, {x, y});
+  SymShape shape = same_concrete_sizes(x, y) ? x.sym_sizes() : broadcast_shapes(x.sym_sizes(), y.sym_sizes());
+  DType dt = compute_dtype(a.op, x, y);
   const Tensor& ref = x.is_wrapped_number() ? y : x;
   switch (a.op) {
     case OpId::eq: case OpId::ne: case OpId::lt: case OpId::le: case OpId::gt: case OpId::ge:
@@ -98,7 +109,7 @@ UNARY_META(erf, unary_float) UNARY_META(erfc, unary_float) UNARY_META(erfinv, un
 UNARY_META(sigmoid, unary_float) UNARY_META(lgamma, unary_float) UNARY_META(digamma, unary_float)
 UNARY_META(neg, unary_same) UNARY_META(abs, unary_same) UNARY_META(sign, unary_same)
 UNARY_META(floor, unary_same) UNARY_META(ceil, unary_same) UNARY_META(round, unary_same)
-UNARY_META(trunc, unary_same) UNARY_META(bitwise_not, unary_same)
+UNARY_META(trunc, unary_same) UNARY_META(bitwise_not, unary_same) UNARY_META(relu, unary_same)
 UNARY_META(isnan, unary_bool) UNARY_META(isinf, unary_bool) UNARY_META(isfinite, unary_bool)
 UNARY_META(logical_not, unary_bool)
 #undef UNARY_META

@@ -8,40 +8,47 @@
 
 namespace kiln::ops {
 
-SymShape infer_size(const SymShape& requested, const SymInt& numel) {
-  SymShape out = requested;
-  SymInt known = 1;
+namespace {
+// infer_size and view_strides are written once for SymInt and for plain int64_t: views of
+// concrete tensors (nearly all eager calls) skip SymInt's out-of-line arithmetic.
+template <class I>
+std::vector<I> infer_size_t(const std::vector<I>& requested, const I& numel) {
+  std::vector<I> out = requested;
+  I known = 1;
   int infer = -1;
   for (size_t i = 0; i < out.size(); ++i) {
     if (out[i] == -1) {
       KILN_CHECK(infer < 0, "only one dimension can be inferred (-1) in shape ", shape_str(requested));
       infer = int(i);
     } else {
-      KILN_CHECK(out[i] >= 0, "invalid size ", out[i].str(), " in shape ", shape_str(requested));
+      KILN_CHECK(out[i] >= 0, "invalid size ", out[i], " in shape ", shape_str(requested));
       known = known * out[i];
     }
   }
   if (infer >= 0) {
     KILN_CHECK(known != 0 && numel % known == 0, "shape ", shape_str(requested), " is invalid for input of size ",
-               numel.str());
-    out[size_t(infer)] = floordiv(numel, known);
+               numel);
+    if constexpr (std::is_same_v<I, int64_t>) out[size_t(infer)] = numel / known;  // both >= 0
+    else out[size_t(infer)] = floordiv(numel, known);
   } else {
     KILN_CHECK_HINT(known == numel, "the new shape must hold the same number of elements",
-                    "shape ", shape_str(requested), " is invalid for input of size ", numel.str());
+                    "shape ", shape_str(requested), " is invalid for input of size ", numel);
   }
   return out;
 }
 
-std::optional<SymShape> view_strides(const SymShape& sizes, const SymShape& strides, const SymShape& new_sizes) {
-  SymInt numel = 1;
+template <class I>
+std::optional<std::vector<I>> view_strides_t(const std::vector<I>& sizes, const std::vector<I>& strides,
+                                             const std::vector<I>& new_sizes) {
+  I numel = 1;
   for (auto& s : sizes) numel = numel * s;
   if (numel == 0 || sizes.empty()) return contiguous_strides(new_sizes);
   // Walk old dims in chunks that are contiguous with each other; each chunk must map onto a
   // run of new dims with the same element count.
-  SymShape out(new_sizes.size());
+  std::vector<I> out(new_sizes.size());
   int64_t view_d = int64_t(new_sizes.size()) - 1;
-  SymInt chunk_base_stride = strides.back();
-  SymInt tensor_numel = 1, view_numel = 1;
+  I chunk_base_stride = strides.back();
+  I tensor_numel = 1, view_numel = 1;
   for (int64_t d = int64_t(sizes.size()) - 1; d >= 0; --d) {
     tensor_numel = tensor_numel * sizes[size_t(d)];
     if (d == 0 || (sizes[size_t(d - 1)] != 1 && strides[size_t(d - 1)] != tensor_numel * chunk_base_stride)) {
@@ -61,6 +68,13 @@ std::optional<SymShape> view_strides(const SymShape& sizes, const SymShape& stri
   if (view_d != -1) return std::nullopt;
   return out;
 }
+}  // namespace
+
+SymShape infer_size(const SymShape& requested, const SymInt& numel) { return infer_size_t(requested, numel); }
+
+std::optional<SymShape> view_strides(const SymShape& sizes, const SymShape& strides, const SymShape& new_sizes) {
+  return view_strides_t(sizes, strides, new_sizes);
+}
 
 namespace {
 
@@ -70,6 +84,17 @@ TensorSpec view_of(const Tensor& t, SymShape sizes, SymShape strides, SymInt off
 
 KILN_META(view) {
   const Tensor& x = a.tensor(0);
+  const SymShape& req = a.symints(1);
+  const TensorImpl* t = x.impl();
+  if (!t->sym && std::none_of(req.begin(), req.end(), [](const SymInt& s) { return s.is_symbolic(); })) {
+    Shape r(req.size());
+    for (size_t i = 0; i < req.size(); ++i) r[i] = req[i].hint();
+    const Shape sizes = infer_size_t(r, numel_of(t->sizes));
+    if (auto st = view_strides_t(t->sizes, t->strides, sizes))
+      return {TensorSpec{SymShape(sizes.begin(), sizes.end()), SymShape(st->begin(), st->end()), t->offset,
+                         t->dtype, t->device()}};
+    // Not viewable: the general path below reports it.
+  }
   SymShape sizes = infer_size(a.symints(1), x.sym_numel());
   auto st = view_strides(x.sym_sizes(), x.sym_strides(), sizes);
   KILN_CHECK_HINT(st, "use reshape(), which copies when it must (or call contiguous() first)",
@@ -147,10 +172,27 @@ KILN_META(slice) {
   const Tensor& x = a.tensor(0);
   KILN_CHECK(x.dim() > 0, "slice: cannot slice a 0-d tensor");
   const int64_t d = wrap_dim(a.i64(1), x.dim());
-  SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
-  const SymInt n = sizes[size_t(d)];
   const SymInt step = a.symint(4);
   KILN_CHECK(step > 0, "slice: step must be positive, got ", step.str());
+  const TensorImpl* t = x.impl();
+  auto concrete = [](const std::optional<SymInt>& v) { return !v || !v->is_symbolic(); };
+  if (!t->sym && !step.is_symbolic() && concrete(a.opt_symint(2)) && concrete(a.opt_symint(3))) {
+    // Concrete tensor and bounds (nearly every eager call, x[i] included): plain int64 arithmetic.
+    const int64_t n = t->sizes[size_t(d)], st = step.hint();
+    auto clamp_int = [&](const std::optional<SymInt>& v, int64_t dflt) {
+      if (!v) return dflt;
+      const int64_t i = v->hint();
+      return std::clamp<int64_t>(i < 0 ? i + n : i, 0, n);
+    };
+    const int64_t start = clamp_int(a.opt_symint(2), 0), end = std::max(start, clamp_int(a.opt_symint(3), n));
+    TensorSpec spec{SymShape(t->sizes.begin(), t->sizes.end()), SymShape(t->strides.begin(), t->strides.end()),
+                    t->offset + start * t->strides[size_t(d)], t->dtype, t->device()};
+    spec.sizes[size_t(d)] = (end - start + st - 1) / st;
+    spec.strides[size_t(d)] = t->strides[size_t(d)] * st;
+    return {std::move(spec)};
+  }
+  SymShape sizes = x.sym_sizes(), strides = x.sym_strides();
+  const SymInt n = sizes[size_t(d)];
   auto clampi = [&](std::optional<SymInt> v, SymInt dflt) {
     if (!v) return dflt;
     SymInt s = *v;
