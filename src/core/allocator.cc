@@ -38,6 +38,20 @@ constexpr bool kBypassCache = true;
 constexpr bool kBypassCache = false;
 #endif
 
+namespace {
+std::atomic<size_t> g_live{0}, g_peak{0};
+}  // namespace
+
+void cpu_track_live(ptrdiff_t delta) {
+  size_t now = g_live.fetch_add(size_t(delta), std::memory_order_relaxed) + size_t(delta);
+  size_t peak = g_peak.load(std::memory_order_relaxed);
+  while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
+  }
+}
+size_t cpu_live_bytes() { return g_live.load(std::memory_order_relaxed); }
+size_t cpu_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
+void cpu_reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
 size_t cpu_allocated_bytes() { return g_allocated.load(std::memory_order_relaxed); }
 size_t cpu_allocated_blocks() { return g_blocks.load(std::memory_order_relaxed); }
 

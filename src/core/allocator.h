@@ -14,6 +14,12 @@ void cpu_free(void* p);
 // capture on fake tensors allocates no tensor data).
 size_t cpu_allocated_bytes();
 size_t cpu_allocated_blocks();  // how many cpu_alloc calls
+// Bytes of tensor storage alive now, and the most alive at once since the last reset (for
+// memory measurements, e.g. of the AOT partitioner's activation memory budget).
+size_t cpu_live_bytes();
+size_t cpu_peak_bytes();
+void cpu_reset_peak();
+void cpu_track_live(ptrdiff_t delta);  // called by Storage as blocks come and go
 // The cheapest correct way to free a block of nbytes from cpu_alloc: small blocks were never
 // cached, so they skip cpu_free's lock and lookup.
 void (*cpu_deleter(size_t nbytes))(void*);

@@ -13,7 +13,10 @@ namespace kiln {
 
 // ------------------------------------------------------------------------------ Storage
 Storage::~Storage() {
-  if (deleter && data) deleter(data);
+  if (deleter && data) {
+    deleter(data);
+    if (device.is_cpu()) cpu_track_live(-ptrdiff_t(nbytes));
+  }
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
@@ -25,6 +28,7 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
     s->data = cpu_alloc(nbytes);
     KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
     s->deleter = cpu_deleter(nbytes);
+    cpu_track_live(ptrdiff_t(nbytes));
   }
   return s;
 }
