@@ -45,7 +45,8 @@ struct Result {
 
 // 20 AdamW steps. zero_grad(set_to_none) runs outside the step (as it must; see docs/compile.md).
 Result train(const std::function<std::shared_ptr<nn::Module>()>& make, const std::function<Tensor(nn::Module&, const Tensor&, const Tensor&)>& loss_fn,
-             const Tensor& x, const Tensor& y, bool compiled, bool clip, bool set_to_none = true) {
+             const Tensor& x, const Tensor& y, bool compiled, bool clip, bool set_to_none = true,
+             const std::string& backend = "eager") {
   std::shared_ptr<nn::Module> model = make();
   std::vector<Tensor> params = model->parameters();
   optim::AdamWOptions o;
@@ -60,6 +61,7 @@ Result train(const std::function<std::shared_ptr<nn::Module>()>& make, const std
   };
   CompileOptions options;
   options.fullgraph = true;
+  options.backend = backend;
   auto compiled_step = compile(step, options);
   Result r;
   for (int i = 0; i < 20; ++i) {
@@ -133,6 +135,16 @@ TEST(CompileTrainStep, MlpAdamWClipGradNorm) {
   EXPECT_EQ(comp.graphs, 1);
 }
 
+TEST(CompileTrainStep, MlpAdamWAotEager) {
+  // Under "aot_eager" the step graph (grad mode off) runs as one functionalized prim graph.
+  manual_seed(6);
+  Tensor x = randn({6, 8}), y = randint(0, 4, {6});
+  Result eager = train(make_mlp, mlp_loss, x, y, false, true);
+  Result comp = train(make_mlp, mlp_loss, x, y, true, true, true, "aot_eager");
+  expect_tracks(eager, comp);
+  EXPECT_EQ(comp.graphs, 1);
+}
+
 TEST(CompileTrainStep, GradsKeptBetweenSteps) {
   // zero_grad(set_to_none=false): the .grad tensors persist and backward accumulates into them
   // in place. The first call traces with no .grad (it sets them), the second with .grad set
@@ -160,6 +172,9 @@ TEST(CompileTrainStep, TinyGPTAdamW) {
   Result comp = train(make, loss, idx, target, true, true);
   expect_tracks(eager, comp);
   EXPECT_EQ(comp.graphs, 1);
+  Result aot = train(make, loss, idx, target, true, true, true, "aot_eager");
+  expect_tracks(eager, aot);
+  EXPECT_EQ(aot.graphs, 1);
 }
 
 TEST(CompileTrainStep, GradInsideCompiledFunction) {
