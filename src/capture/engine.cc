@@ -138,6 +138,13 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
                                         "or compile without fullgraph",
                     "graph break in a fullgraph compile: ", b.reason,
                     b.file.empty() ? "" : " (at " + b.file + ":" + std::to_string(b.line) + ")");
+    if (tracer.train_step) {
+      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history): a
+      // training step that breaks after its backward runs eagerly from now on.
+      KILN_LOG(graph_breaks) << options.name << ": the break follows a backward(): running eagerly from now on";
+      fallback = true;
+      return body(args);
+    }
     segmented = true;
     return run_segmented(args, body);
   }
