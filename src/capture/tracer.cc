@@ -6,6 +6,7 @@
 #include "autograd/engine.h"
 #include "capture/lazy.h"
 #include "core/tensor_impl.h"
+#include "graph/passes/passes.h"
 
 namespace kiln::capture {
 namespace {
@@ -165,6 +166,7 @@ void Tracer::set_outputs(const std::vector<Tensor>& outs) {
   }
   restore_grads();
   graph.set_outputs(vs);
+  if (train_step) graph::dce(graph);  // the forward the joint graph recomputes (train_step.cc)
 }
 
 void Tracer::graph_break(const std::string& reason) {

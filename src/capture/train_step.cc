@@ -103,10 +103,21 @@ void Tracer::trace_backward(const TensorList& roots, const TensorList& grad_root
   for (size_t k = 0; k < roots.size(); ++k) {
     int t = joint.output_tangent.at(k);
     if (t < 0 || to_trace.count(jin[joint.num_primals + size_t(t)])) continue;
-    Tensor g = grad_roots.empty() || !grad_roots[k].defined() ? ones_like(roots[k]) : grad_roots[k];
+    // ones(), not ones_like(root): the recorded root stays unread (dead, see below).
+    Tensor g = grad_roots.empty() || !grad_roots[k].defined()
+                   ? ones(roots[k].sym_sizes(), roots[k].dtype(), roots[k].device())
+                   : grad_roots[k];
     to_trace[jin[joint.num_primals + size_t(t)]] = value_of(g);
   }
   append_nodes(*joint.graph, graph, to_trace);
+  // Later uses of a root (returning the loss) read the joint graph's copy, so the recorded
+  // forward, if nothing else reads it, is dead code (Tracer::set_outputs removes it).
+  for (size_t k = 0; k < roots.size(); ++k) {
+    graph::Value* v = to_trace.at(joint.graph->outputs().at(k));
+    if (!graph::same_spec(v->spec, root_values[k]->spec)) continue;
+    values_[roots[k].impl()] = v;
+    by_storage_[roots[k].impl()->storage.get()] = v;
+  }
   const size_t first_grad = joint.num_outputs + joint.mutated_inputs.size();
   std::unordered_map<size_t, Tensor> grads;  // trace input index -> gradient fake
   for (size_t k = 0; k < joint.grad_inputs.size(); ++k)

@@ -39,6 +39,7 @@ struct Result {
   std::vector<std::string> names;
   std::vector<Tensor> params, exp_avg_sq;
   int graphs = 0;
+  std::string graph;
   size_t breaks = 0;
 };
 
@@ -89,6 +90,7 @@ Result train(const std::function<std::shared_ptr<nn::Module>()>& make, const std
   if (compiled) {
     ExplainReport rep = compiled_step.report();
     r.graphs = rep.graph_count;
+    if (!rep.graphs.empty()) r.graph = rep.graphs[0];
     r.breaks = rep.breaks.size();
   }
   return r;
@@ -124,6 +126,11 @@ TEST(CompileTrainStep, MlpAdamW) {
   Result comp = train(make_mlp, mlp_loss, x, y, true, false);
   expect_tracks(eager, comp);
   EXPECT_EQ(comp.graphs, 1);
+  // The forward runs once: the recorded one (linear, cross_entropy nodes) is replaced by the
+  // joint graph's prims, and its backward (scatter_add of cross_entropy) is there.
+  EXPECT_EQ(comp.graph.find("linear("), std::string::npos) << comp.graph;
+  EXPECT_EQ(comp.graph.find("cross_entropy("), std::string::npos);
+  EXPECT_NE(comp.graph.find("scatter_add("), std::string::npos);
 }
 
 TEST(CompileTrainStep, MlpAdamWClipGradNorm) {
