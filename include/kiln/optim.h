@@ -177,6 +177,10 @@ struct AdamOptions {
   double weight_decay = 0;
   bool amsgrad = false;
   bool maximize = false;
+  // Bias corrections computed with tensor ops on the step tensor instead of on the host (no
+  // step.item()), so the update can be captured by compile() (torch's capturable=True). Not a
+  // param-group option.
+  bool capturable = false;
   template <class F>
   void visit(F&& f) {
     f("lr", lr), f("betas", betas), f("eps", eps), f("weight_decay", weight_decay);
@@ -192,6 +196,10 @@ struct AdamWOptions {
   double weight_decay = 1e-2;
   bool amsgrad = false;
   bool maximize = false;
+  // Bias corrections computed with tensor ops on the step tensor instead of on the host (no
+  // step.item()), so the update can be captured by compile() (torch's capturable=True). Not a
+  // param-group option.
+  bool capturable = false;
   template <class F>
   void visit(F&& f) {
     f("lr", lr), f("betas", betas), f("eps", eps), f("weight_decay", weight_decay);

@@ -36,6 +36,9 @@ void set_options(Options& o, nb::handle d) {
       v = {nb::cast<double>(x[0]), nb::cast<double>(x[1])};
     }
   });
+  // Not a visited option (it stays out of the C++ state_dict), but a param_groups key in Python.
+  if constexpr (requires { o.capturable; })
+    if (PyMapping_HasKeyString(d.ptr(), "capturable")) o.capturable = nb::cast<bool>(d["capturable"]);
 }
 
 struct PyOptimizer {

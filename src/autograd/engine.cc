@@ -418,10 +418,26 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
 
 }  // namespace autograd
 
+autograd::TraceHooks& autograd::trace_hooks() {
+  thread_local TraceHooks hooks;
+  return hooks;
+}
+
+namespace {
+bool traced(const TensorList& roots) {
+  if (!autograd::trace_hooks().backward) return false;
+  for (const Tensor& t : roots)
+    if (t.defined() && t.is_fake()) return true;
+  return false;
+}
+}  // namespace
+
 // ------------------------------------------------------------------------------ public API
 void backward(const TensorList& outputs, const TensorList& grad_outputs, bool retain_graph, bool create_graph,
               SourceLoc loc) {
   ops::CallSite site(loc);
+  if (traced(outputs))
+    return autograd::trace_hooks().backward(outputs, grad_outputs, create_graph, nullptr, nullptr, false);
   autograd::run_backward(outputs, grad_outputs, retain_graph, create_graph, nullptr, nullptr, false);
 }
 
@@ -429,6 +445,10 @@ TensorList grad(const TensorList& outputs, const TensorList& inputs, const Tenso
                 bool retain_graph, bool create_graph, bool allow_unused, SourceLoc loc) {
   ops::CallSite site(loc);
   TensorList result;
+  if (traced(outputs)) {
+    autograd::trace_hooks().backward(outputs, grad_outputs, create_graph, &inputs, &result, allow_unused);
+    return result;
+  }
   autograd::run_backward(outputs, grad_outputs, retain_graph, create_graph, &inputs, &result, allow_unused);
   return result;
 }
@@ -451,6 +471,7 @@ Tensor Tensor::grad() const {
 }
 
 void Tensor::set_grad(const Tensor& g) {
+  if (autograd::trace_hooks().before_set_grad && !is_fake()) autograd::trace_hooks().before_set_grad(*this);
   if (g.defined())
     KILN_CHECK(g.sym_sizes() == sym_sizes(), "set_grad: gradient of shape ", shape_str(g.sym_sizes()),
                " for a tensor of shape ", shape_str(sym_sizes()));

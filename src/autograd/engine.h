@@ -4,6 +4,7 @@
 #pragma once
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -84,6 +85,17 @@ void save_before_overwrite(const Tensor& self, const Tensor& result);
 void before_inplace_write(const Tensor& self);
 // Records that `view` (the output of a view op, made with grad mode on) is a view of `base`.
 void note_view(const Tensor& base, const Tensor& view);
+
+// Set by compile()'s tracer while it runs (capture/train_step.cc): backward()/grad() on traced
+// (fake) tensors are traced into the graph instead of run, and a real tensor's .grad being
+// replaced mid-trace is noted (the trace undoes it; the compiled call redoes it).
+struct TraceHooks {
+  std::function<void(const TensorList& roots, const TensorList& grad_roots, bool create_graph,
+                     const TensorList* inputs, TensorList* input_grads, bool allow_unused)>
+      backward;
+  std::function<void(const Tensor& t)> before_set_grad;
+};
+TraceHooks& trace_hooks();  // this thread's
 
 // A fresh creation-order number for a Node made outside this file (aot's compiled-graph node).
 uint64_t next_sequence_nr();

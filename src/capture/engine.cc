@@ -4,6 +4,7 @@
 #include <kiln/log.h>
 #include <kiln/ops.h>
 
+#include <algorithm>
 #include <chrono>
 #include <iostream>
 #include <set>
@@ -29,6 +30,18 @@ class Engine {
     CompiledGraph run;
     std::vector<Tensor> lifted;
     std::vector<std::string> specializations;
+    // Training steps: run with grad mode off; the trailing outputs go to real leaves' .grad,
+    // and the graph holds only while each such leaf's .grad is the tensor it had when traced.
+    bool train_step = false;
+    std::vector<Tracer::GradResult> grad_results;
+    std::vector<std::pair<Tensor, Tensor>> grad_guards;
+    std::optional<std::string> check_grads() const {
+      for (const auto& [leaf, g] : grad_guards)
+        if (!leaf.grad().is_same(g))
+          return std::string("the .grad of a parameter the compiled training step writes was ") +
+                 (g.defined() ? "replaced or cleared" : "set") + " since the trace (zero_grad(set_to_none) before each call keeps one graph)";
+      return std::nullopt;
+    }
   };
 
   CompileOptions options;
@@ -56,7 +69,17 @@ std::vector<Tensor> Engine::run_entry(const Entry& e, const std::vector<ArgValue
   for (const ArgValue& a : args)
     if (a.kind == ArgValue::Kind::Tensor && a.tensor.defined()) inputs.push_back(a.tensor);
   inputs.insert(inputs.end(), e.lifted.begin(), e.lifted.end());
-  return e.run(inputs);
+  if (!e.train_step) return e.run(inputs);
+  std::vector<Tensor> outs;
+  {
+    NoGradGuard no_grad;  // the backward is in the graph
+    outs = e.run(inputs);
+  }
+  for (const Tracer::GradResult& r : e.grad_results)
+    Tensor(r.leaf).set_grad(r.output >= 0 ? outs.at(size_t(r.output)) : r.value);
+  outs.resize(outs.size() - size_t(std::count_if(e.grad_results.begin(), e.grad_results.end(),
+                                                 [](const Tracer::GradResult& r) { return r.output >= 0; })));
+  return outs;
 }
 
 std::vector<SymbolSource> Engine::symbols_for(const std::vector<ArgValue>& args) {
@@ -115,6 +138,13 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
                                         "or compile without fullgraph",
                     "graph break in a fullgraph compile: ", b.reason,
                     b.file.empty() ? "" : " (at " + b.file + ":" + std::to_string(b.line) + ")");
+    if (tracer.train_step) {
+      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history): a
+      // training step that breaks after its backward runs eagerly from now on.
+      KILN_LOG(graph_breaks) << options.name << ": the break follows a backward(): running eagerly from now on";
+      fallback = true;
+      return body(args);
+    }
     segmented = true;
     return run_segmented(args, body);
   }
@@ -122,6 +152,9 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   e.graph = std::make_shared<graph::Graph>(std::move(tracer.graph));
   e.lifted = std::move(tracer.lifted);
   e.specializations = std::move(tracer.specializations);
+  e.train_step = tracer.train_step;
+  e.grad_results = std::move(tracer.grad_results);
+  e.grad_guards = std::move(tracer.grad_originals);
   e.guards = GuardSet::from_args(args, symbols);
   e.guards.relations = std::move(tracer.relations);
   e.guards.lift(e.lifted);
@@ -153,11 +186,12 @@ std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& 
   if (fallback) return body(args);
   if (segmented) return run_segmented(args, body);
   for (const Entry& e : entries)
-    if (!e.guards.check(args) && !e.guards.check_lifted(e.lifted)) return run_entry(e, args);
+    if (!e.guards.check(args) && !e.guards.check_lifted(e.lifted) && !e.check_grads()) return run_entry(e, args);
   if (!entries.empty()) {
     const Entry& last = entries.back();
     std::optional<std::string> failed = last.guards.check(args);
-    std::string why = failed ? *failed : *last.guards.check_lifted(last.lifted);
+    if (!failed) failed = last.guards.check_lifted(last.lifted);
+    std::string why = failed ? *failed : *last.check_grads();
     recompile_reasons.push_back(why);
     KILN_LOG(recompiles) << options.name << ": recompiling (graph " << entries.size() << "): " << why;
     if (int(entries.size()) >= options.recompile_limit) {
@@ -173,6 +207,7 @@ std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& 
     // argument (at the same rank) becomes symbolic.
     for (const Entry& e : entries)
       for (const TensorGuard& g : e.guards.tensors) {
+        if (g.input >= args.size() || args[g.input].kind != ArgValue::Kind::Tensor) continue;  // another call shape
         const Tensor& t = args[g.input].tensor;
         if (!g.defined || !t.defined() || t.dim() != int64_t(g.sizes.size())) continue;
         for (size_t d = 0; d < g.sizes.size(); d++)

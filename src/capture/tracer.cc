@@ -3,8 +3,10 @@
 
 #include <kiln/autograd.h>
 
+#include "autograd/engine.h"
 #include "capture/lazy.h"
 #include "core/tensor_impl.h"
+#include "graph/passes/passes.h"
 
 namespace kiln::capture {
 namespace {
@@ -27,6 +29,7 @@ struct TraceScope::Saved {
   Tracer* prev_tracer;
   ops::DispatchMode* prev_mode;
   TensorHooks prev_hooks;
+  autograd::TraceHooks prev_autograd;
   Recorder recorder;
   sym::GuardRecorder* prev_recorder;
 };
@@ -39,6 +42,10 @@ TraceScope::TraceScope(Tracer& t) : saved_(new Saved{}) {
   tensor_hooks().fake_data = [](const TensorImpl* i) { g_tracer->on_fake_data(i); };
   tensor_hooks().concretize = [](const TensorImpl* i) { g_tracer->on_concretize(i); };
   tensor_hooks().real_data = [](const TensorImpl* i) { g_tracer->on_real_data(i); };
+  saved_->prev_autograd = autograd::trace_hooks();
+  autograd::trace_hooks().backward = [](const TensorList& r, const TensorList& g, bool cg, const TensorList* in,
+                                        TensorList* out, bool unused) { g_tracer->trace_backward(r, g, cg, in, out, unused); };
+  autograd::trace_hooks().before_set_grad = [](const Tensor& t) { g_tracer->note_set_grad(t); };
   t.grad_enabled = is_grad_enabled();
   saved_->recorder.t = &t;
   saved_->prev_recorder = sym::set_guard_recorder(&saved_->recorder);
@@ -46,6 +53,8 @@ TraceScope::TraceScope(Tracer& t) : saved_(new Saved{}) {
 
 TraceScope::~TraceScope() {
   sym::set_guard_recorder(saved_->prev_recorder);
+  autograd::trace_hooks() = saved_->prev_autograd;
+  g_tracer->restore_grads();  // a trace that stopped early leaves no fake in a real .grad
   tensor_hooks() = saved_->prev_hooks;
   ops::set_dispatch_mode(saved_->prev_mode);
   g_tracer = saved_->prev_tracer;
@@ -60,6 +69,7 @@ Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& sy
     spec.offset = 0;
   }
   graph::Value* v = graph.add_input(spec, name);
+  num_args_++;
   Tensor fake = make_fake(v->spec);
   if (real.requires_grad()) fake.requires_grad_(true);  // the function may look (ops record no history here)
   values_[fake.impl()] = v;
@@ -106,7 +116,7 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
     }));
   // The graph runs in one grad mode; an op whose history depends on another (no_grad around
   // tensors that need grad) runs in its own segment.
-  if (tracked && is_grad_enabled() != grad_enabled)
+  if (tracked && is_grad_enabled() != grad_enabled && !train_step)
     graph_break(std::string("grad mode switched ") + (grad_enabled ? "off (no_grad)" : "on") +
                 " around tensors that require grad");
   tracked &= is_grad_enabled() && (info.flags & ops::DIFF);
@@ -127,14 +137,18 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
     return std::vector<Tensor>{self};
   }
   for (graph::Value* v : outs) {
-    Tensor f = make_fake(v->spec);
-    values_[f.impl()] = v;
-    by_storage_[f.impl()->storage.get()] = v;
     if (tracked && is_floating(v->spec.dtype)) needs_grad_.insert(v);
-    keep_.push_back(f);
-    result.push_back(f);
+    result.push_back(bind_fake(v));
   }
   return result;
+}
+
+Tensor Tracer::bind_fake(graph::Value* v) {
+  Tensor f = make_fake(v->spec);
+  values_[f.impl()] = v;
+  by_storage_[f.impl()->storage.get()] = v;
+  keep_.push_back(f);
+  return f;
 }
 
 void Tracer::set_outputs(const std::vector<Tensor>& outs) {
@@ -143,7 +157,16 @@ void Tracer::set_outputs(const std::vector<Tensor>& outs) {
     KILN_CHECK(t.defined(), "a compiled function returned an undefined tensor");
     vs.push_back(value_of(t));
   }
+  // Gradients the function left in real leaves' .grad: extra outputs the compiled call assigns.
+  for (const auto& [leaf, original] : grad_originals) {
+    Tensor g = leaf.grad();
+    GradResult r{leaf, -1, g};
+    if (g.defined() && g.is_fake()) r.output = int(vs.size()), r.value = Tensor(), vs.push_back(value_of(g));
+    grad_results.push_back(r);
+  }
+  restore_grads();
   graph.set_outputs(vs);
+  if (train_step) graph::dce(graph);  // the forward the joint graph recomputes (train_step.cc)
 }
 
 void Tracer::graph_break(const std::string& reason) {

@@ -44,6 +44,24 @@ class Tracer : public ops::DispatchMode {
 
   std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override;
 
+  // --- training steps (train_step.cc): backward() inside the function
+  // A real leaf whose .grad the compiled call sets: to graph output `output` (-1: to `value`).
+  struct GradResult {
+    Tensor leaf;
+    int output = -1;
+    Tensor value;
+  };
+  std::vector<GradResult> grad_results;  // filled by set_outputs
+  // Real leaves whose .grad the trace changed, with the .grad they had (the trace restores it;
+  // the compiled graph is valid only while each leaf's .grad is still that tensor).
+  std::vector<std::pair<Tensor, Tensor>> grad_originals;
+  bool train_step = false;  // a backward was traced: the graph runs with grad mode off
+  void trace_backward(const TensorList& roots, const TensorList& grad_roots, bool create_graph,
+                      const TensorList* inputs, TensorList* input_grads, bool allow_unused);
+  void note_set_grad(const Tensor& leaf);
+  // Puts back the .grad of every leaf the trace changed (idempotent).
+  void restore_grads();
+
   // Records a break and throws GraphBreak.
   [[noreturn]] void graph_break(const std::string& reason);
   void on_fake_data(const TensorImpl* t);
@@ -52,6 +70,9 @@ class Tracer : public ops::DispatchMode {
 
  private:
   graph::Value* value_of(const Tensor& t);
+  Tensor bind_fake(graph::Value* v);
+  bool restoring_ = false;
+  size_t num_args_ = 0;  // graph inputs made by add_input (the lifted ones follow)
   std::unordered_map<const TensorImpl*, graph::Value*> values_;
   std::unordered_map<const Storage*, graph::Value*> by_storage_;  // detach() shares a fake's storage
   std::unordered_set<const graph::Value*> needs_grad_;  // values autograd would track

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "ops/dispatch.h"
+
 namespace kiln::optim {
 
 namespace {
@@ -29,24 +31,36 @@ void adam_update(Tensor& p, ParamState& st, const O& o, bool decoupled) {
   Tensor& step = st["step"];
   Tensor& m = st["exp_avg"];
   Tensor& v = st["exp_avg_sq"];
-  if (!step.defined()) step = scalar_tensor(0.0, kFloat32);
-  if (!m.defined()) m = zeros_like(p);
-  if (!v.defined()) v = zeros_like(p);
+  {
+    // State is made real even inside a compile() trace, so the compiled step binds it as an input.
+    ops::SuspendDispatchMode real;
+    if (!step.defined()) step = scalar_tensor(0.0, kFloat32);
+    if (!m.defined()) m = zeros_like(p);
+    if (!v.defined()) v = zeros_like(p);
+    if (o.amsgrad && !st["max_exp_avg_sq"].defined()) st["max_exp_avg_sq"] = zeros_like(p);
+  }
   step.add_(1);
-  const double t = step.item<double>();
   const double b1 = o.betas[0], b2 = o.betas[1];
   m.mul_(b1).add_(mul(g, 1 - b1));
   v.mul_(b2).addcmul_(g, g, 1 - b2);
-  const double bc1 = 1 - std::pow(b1, t);
-  const double bc2 = 1 - std::pow(b2, t);
   // The running max is of the uncorrected v; the bias correction of step t applies to it.
   Tensor denom_v = v;
   if (o.amsgrad) {
     Tensor& vmax = st["max_exp_avg_sq"];
-    if (!vmax.defined()) vmax = zeros_like(p);
     vmax.copy_from(maximum(vmax, v));
     denom_v = vmax;
   }
+  if (o.capturable) {  // 1 - b^t in float64 tensors: no host read of the step
+    Tensor t = step.to(kFloat64);
+    Tensor bc1 = rsub(pow(full_like(t, b1), t), 1.0);
+    Tensor bc2 = rsub(pow(full_like(t, b2), t), 1.0);
+    Tensor denom = sqrt(denom_v).div_(sqrt(bc2)).add_(o.eps);
+    p.sub_(div(m, denom).mul_(div(full_like(t, o.lr), bc1)));
+    return;
+  }
+  const double t = step.item<double>();
+  const double bc1 = 1 - std::pow(b1, t);
+  const double bc2 = 1 - std::pow(b2, t);
   Tensor denom = sqrt(denom_v).div_(std::sqrt(bc2)).add_(o.eps);
   p.addcdiv_(m, denom, -o.lr / bc1);
 }

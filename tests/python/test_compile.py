@@ -201,3 +201,40 @@ def test_opaque_call_is_a_break_and_runs_eagerly():
     assert seen == [6.0, 6.0]
     e = cf.explain()
     assert e.break_count == 1 and "opaque" in e.breaks[0][0]
+
+
+def test_training_step_compiles_to_one_graph():
+    # forward, loss, backward, clipping and AdamW inside kiln.compile: 20 steps track the same
+    # step run eagerly from the same weights (docs/compile.md, "Training steps").
+    def make():
+        kiln.manual_seed(7)
+        model = kiln.nn.Sequential(kiln.nn.Linear(8, 16), kiln.nn.GELU(), kiln.nn.Linear(16, 4))
+        return model, kiln.optim.AdamW(model.parameters(), lr=1e-2, capturable=True)
+
+    x = rand(6, 8)
+    y = kiln.tensor(np.array([0, 1, 2, 3, 1, 0]))
+
+    def runner(model, opt):
+        def step(x, y):
+            loss = kiln.nn.functional.cross_entropy(model(x), y)
+            loss.backward()
+            kiln.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            return loss
+        return step
+
+    eager_model, eager_opt = make()
+    comp_model, comp_opt = make()
+    eager_step, comp_step = runner(eager_model, eager_opt), kiln.compile(runner(comp_model, comp_opt), fullgraph=True)
+    eager_losses, comp_losses = [], []
+    for _ in range(20):
+        eager_opt.zero_grad()
+        comp_opt.zero_grad()
+        eager_losses.append(eager_step(x, y).item())
+        comp_losses.append(comp_step(x, y).item())
+    np.testing.assert_allclose(comp_losses, eager_losses, rtol=1e-5)
+    assert eager_losses[-1] < eager_losses[0]
+    for a, b in zip(comp_model.parameters(), eager_model.parameters()):
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5)
+    e = comp_step.explain()
+    assert e.graph_count == 1 and e.break_count == 0

@@ -89,7 +89,7 @@ def test_param_groups_with_own_options_and_add_param_group():
         ko.step()
         to.step()
         assert_same(kp, tp)
-    assert set(ko.param_groups[2]) == set(to.param_groups[2]) - {"foreach", "capturable", "differentiable",
+    assert set(ko.param_groups[2]) == set(to.param_groups[2]) - {"foreach", "differentiable",
                                                                    "fused", "decoupled_weight_decay"}
 
 

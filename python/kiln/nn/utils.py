@@ -24,11 +24,11 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
         else:
             norms = _C._ops.stack([_C._ops.norm(g.to(_C.float32), norm_type) for g in grads])
             total = _C._ops.norm(norms, norm_type)
-        t = total.item()
-        if error_if_nonfinite and not math.isfinite(t):
+        if error_if_nonfinite and not math.isfinite(total.item()):
             raise RuntimeError(f"The total norm of order {norm_type} for gradients from `parameters` is non-finite, "
                                "so it cannot be clipped. To disable this error, use `error_if_nonfinite=False`")
-        coef = min(max_norm / (t + 1e-6), 1.0)
+        # A tensor, as in torch: no host read, so a compiled training step can clip.
+        coef = (max_norm / (total + 1e-6)).clamp(max=1.0)
         for g in grads:
             g.mul_(coef)
     return total
