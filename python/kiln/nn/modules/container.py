@@ -13,7 +13,34 @@ def _index(i, n, what):
     return i + n if i < 0 else i
 
 
-class Sequential(Module):
+class _ModuleSequence(Module):
+    """What Sequential and ModuleList share: length, iteration, and growing at the end or anywhere."""
+
+    def __len__(self):
+        return len(self._modules)
+
+    def __iter__(self):
+        return iter(self._modules.values())
+
+    def append(self, module):
+        self.add_module(str(len(self)), module)
+        return self
+
+    def extend(self, modules):
+        for m in modules:
+            self.append(m)
+        return self
+
+    def insert(self, index, module):
+        items = list(self._modules.values())
+        items.insert(index, module)
+        self._modules.clear()
+        for i, m in enumerate(items):
+            self.add_module(str(i), m)
+        return self
+
+
+class Sequential(_ModuleSequence):
     """Runs its modules in order. Sequential(m1, m2) or Sequential(OrderedDict(name=m))."""
 
     def __init__(self, *args):
@@ -24,12 +51,6 @@ class Sequential(Module):
         else:
             for i, m in enumerate(args):
                 self.add_module(str(i), m)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -51,40 +72,17 @@ class Sequential(Module):
             for i, m in enumerate(items):
                 self._modules[str(i)] = m
 
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index if index >= 0 else index + len(items), module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
-        return self
-
     def forward(self, input):
         for m in self:
             input = m(input)
         return input
 
 
-class ModuleList(Module):
+class ModuleList(_ModuleSequence):
     def __init__(self, modules=None):
         super().__init__()
         if modules is not None:
             self.extend(modules)
-
-    def __len__(self):
-        return len(self._modules)
-
-    def __iter__(self):
-        return iter(self._modules.values())
 
     def __getitem__(self, idx):
         if isinstance(idx, slice):
@@ -100,22 +98,6 @@ class ModuleList(Module):
         self._modules.clear()
         for i, m in enumerate(items):
             self._modules[str(i)] = m
-
-    def append(self, module):
-        self.add_module(str(len(self)), module)
-        return self
-
-    def extend(self, modules):
-        for m in modules:
-            self.append(m)
-        return self
-
-    def insert(self, index, module):
-        items = list(self._modules.values())
-        items.insert(index, module)
-        self._modules.clear()
-        for i, m in enumerate(items):
-            self.add_module(str(i), m)
 
     def __add__(self, other):
         return ModuleList(list(self) + list(other))
