@@ -179,6 +179,18 @@ std::vector<Tensor> Engine::run_segmented(const std::vector<ArgValue>& args, con
     outs = body(args);
     recorder.flush();
   }
+  // Segments that bake values from the eager code between them (a number from item()) compile
+  // anew for each value: the recompile limit applies per place a segment can end.
+  size_t limit = size_t(std::max(options.recompile_limit, 1)) * (segments.syncs.size() + 1);
+  if (segments.compiled.size() > limit) {
+    std::string why = std::to_string(segments.compiled.size()) + " distinct segments (limit " + std::to_string(limit) +
+                      ": recompile_limit x (graph breaks + 1)); segments that bake values read between breaks "
+                      "recompile for every new value";
+    KILN_CHECK_HINT(!options.error_on_recompile_limit, "avoid the host sync (kiln::cond, kiln::where) or raise the limit",
+                    options.name, " hit the recompile limit: ", why);
+    std::cerr << "kiln: " << options.name << " hit the recompile limit: " << why << "; it runs eagerly from now on\n";
+    fallback = true;
+  }
   return outs;
 }
 

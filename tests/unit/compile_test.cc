@@ -129,6 +129,23 @@ TEST(Compile, GraphBreakOnItemRunsInSegments) {
   EXPECT_THROW(g(small), Error);
 }
 
+TEST(Compile, SegmentsThatBakeValuesHitTheRecompileLimit) {
+  auto fn = [](const Tensor& x) {
+    double s = x.sum().item<double>();  // a break; the value is baked into the next segment
+    return x * s;
+  };
+  CompileOptions o;
+  o.recompile_limit = 2;
+  auto f = compile(fn, o);
+  testing::internal::CaptureStderr();
+  for (int i = 1; i <= 8; i++) {
+    Tensor x = ones({2}) * double(i);
+    expect_equal(f(x), fn(x));
+  }
+  EXPECT_NE(testing::internal::GetCapturedStderr().find("recompile limit"), std::string::npos);
+  EXPECT_TRUE(f.report().eager_fallback);
+}
+
 TEST(Compile, DataDependentShapeBreaks) {
   auto fn = [](const Tensor& x) { return x.index({x > 0}) * 2; };
   auto f = compile(fn);
