@@ -14,25 +14,34 @@ def _empty(shape, dtype):
     return _C._ops.empty(list(shape), dtype=dtype or _C.float32)
 
 
+def _affine(m, shape, affine, bias, dtype):
+    """A norm's optional per-element scale (weight) and shift (bias); _reset_affine sets them to 1 and 0."""
+    if affine:
+        m.weight = Parameter(_empty(shape, dtype))
+        m.register_parameter("bias", Parameter(_empty(shape, dtype)) if bias else None)
+    else:
+        m.register_parameter("weight", None)
+        m.register_parameter("bias", None)
+
+
+def _reset_affine(m):
+    if m.weight is not None:
+        init.ones_(m.weight)
+    if m.bias is not None:
+        init.zeros_(m.bias)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_empty(self.normalized_shape, dtype))
-            self.register_parameter("bias", Parameter(_empty(self.normalized_shape, dtype)) if bias else None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, self.normalized_shape, elementwise_affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -71,19 +80,11 @@ class GroupNorm(Module):
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(_empty((num_channels,), dtype))
-            self.register_parameter("bias", Parameter(_empty((num_channels,), dtype)) if bias else None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_channels,), affine, bias, dtype)
         self.reset_parameters()
 
     def reset_parameters(self):
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -100,12 +101,7 @@ class _BatchNorm(Module):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
-        if affine:
-            self.weight = Parameter(_empty((num_features,), dtype))
-            self.register_parameter("bias", Parameter(_empty((num_features,), dtype)) if bias else None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine(self, (num_features,), affine, bias, dtype)
         if track_running_stats:
             self.register_buffer("running_mean", _C._ops.zeros([num_features], dtype=dtype or _C.float32))
             self.register_buffer("running_var", _C._ops.ones([num_features], dtype=dtype or _C.float32))
@@ -124,10 +120,7 @@ class _BatchNorm(Module):
 
     def reset_parameters(self):
         self.reset_running_stats()
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         if input.dim() not in self._dims:
