@@ -3,6 +3,7 @@
 #include <kiln/compile.h>
 #include <kiln/ops.h>
 
+#include <cstdio>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -97,12 +98,18 @@ Tensor cond(const Tensor& pred, const std::function<Tensor()>& true_fn, const st
   return where(pred.to(kBool).reshape({}), a, b);
 }
 
+static std::string ms_text(double ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, ms < 1 ? "%.3f ms" : "%.1f ms", ms);
+  return buf;
+}
+
 std::string ExplainReport::str() const {
   std::ostringstream os;
   os << "graphs: " << graph_count << ", graph breaks: " << breaks.size() << "\n";
   for (size_t i = 0; i < ops_per_graph.size(); i++)
     os << "  graph " << i << ": " << ops_per_graph[i] << " ops"
-       << (i < compile_ms.size() ? ", compiled in " + std::to_string(compile_ms[i]) + " ms" : "") << "\n";
+       << (i < compile_ms.size() ? ", compiled in " + ms_text(compile_ms[i]) : "") << "\n";
   for (const Break& b : breaks)
     os << "  break: " << b.reason << (b.file.empty() ? "" : " at " + b.file + ":" + std::to_string(b.line)) << "\n";
   if (!recompile_reasons.empty()) os << "recompiles: " << recompile_reasons.size() << "\n";
