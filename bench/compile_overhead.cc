@@ -8,7 +8,7 @@
 #include <kiln/nn.h>
 
 #include "../examples/gpt/model.h"
-#include "capture/fake_mode.h"
+#include "ops/fake_mode.h"
 #include "capture/guards.h"
 #include "capture/tracer.h"
 #include "core/tensor_impl.h"
@@ -78,7 +78,7 @@ void BM_CompiledNoopBackendGpt2Arg(benchmark::State& state) {
   CompileOptions o = noop_backend();
   std::optional<gpt::GPT> model;
   {
-    capture::FakeModeScope fake;
+    ops::FakeModeScope fake;
     model.emplace(gpt::Config{});
   }
   auto f = compile([](gpt::GPT& m, const Tensor& idx) { return m->forward(idx); }, o);
@@ -106,7 +106,7 @@ BENCHMARK(BM_CompiledEagerBackend);
 void BM_CaptureGpt2SmallFake(benchmark::State& state) {
   std::optional<gpt::GPT> model;
   {
-    capture::FakeModeScope fake;  // fake parameters: building the model allocates nothing either
+    ops::FakeModeScope fake;  // fake parameters: building the model allocates nothing either
     model.emplace(gpt::Config{});
   }
   for (auto _ : state) {

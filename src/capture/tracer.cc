@@ -87,7 +87,7 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     // shares its storage and layout: the same value.
     auto s = by_storage_.find(t.impl()->storage.get());
     if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) return s->second;
-    // Otherwise it is a stand-in built in fake mode (a model constructed under FakeModeScope),
+    // Otherwise it is a stand-in built in fake mode (a model constructed under ops::FakeModeScope),
     // lifted like a parameter; a symbolic one can only have leaked from another trace.
     KILN_CHECK(!t.impl()->sym, "internal: a symbolic fake tensor from outside this trace reached the tracer");
   }

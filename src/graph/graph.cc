@@ -7,27 +7,12 @@
 #include <cctype>
 
 #include "core/tensor_impl.h"
+#include "ops/fake_mode.h"
 #include "graph/schema.h"
 #include "sym/expr.h"
 
 namespace kiln::graph {
 namespace {
-
-// Spec inference runs ops in this mode: every op with a meta function answers with fake
-// outputs, so nothing allocates data, not even ops without tensor inputs (arange, zeros) or
-// the ops inside a decomposition. It replaces capture's own mode while active: capture calls
-// add_call from inside its interceptor and must not record the inner calls again.
-struct FakeMode : ops::DispatchMode {
-  ops::DispatchMode* prev = ops::set_dispatch_mode(this);
-  ~FakeMode() override { ops::set_dispatch_mode(prev); }
-  std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override {
-    const ops::OpInfo& info = ops::op_info(a.op);
-    if (info.kind == ops::OpKind::VIEW || !info.meta) return std::nullopt;  // views of fakes are fake
-    std::vector<Tensor> outs;
-    for (const TensorSpec& s : info.meta(a)) outs.push_back(make_fake(s));
-    return outs;
-  }
-};
 
 template <class... F>
 struct Overload : F... {
@@ -146,7 +131,7 @@ std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& ar
     GeneratorState saved = generator_state();
     ~KeepGenerator() { set_generator_state(saved); }
   } keep_generator;
-  FakeMode fake;
+  ops::FakeModeScope fake;  // every op answers with fakes: nothing allocates, capture records nothing
   std::vector<ops::Arg> boxed;
   for (const NodeArg& a : args) boxed.push_back(box_arg(a, fake_of));
   std::vector<TensorSpec> specs;

@@ -6,7 +6,7 @@
 #include <cstdio>
 
 #include "../../examples/gpt/model.h"
-#include "capture/fake_mode.h"
+#include "ops/fake_mode.h"
 #include "capture/tracer.h"
 #include "core/allocator.h"
 #include "core/tensor_impl.h"
@@ -27,7 +27,7 @@ TEST(CompileFakeCapture, Gpt2SmallAllocatesNothing) {
   gpt::Config c;  // the workloads' GPT-2 small
   std::optional<gpt::GPT> model;
   {
-    capture::FakeModeScope fake;
+    ops::FakeModeScope fake;
     model.emplace(c);
   }
   expect_only_numbers(bytes0, blocks0, "building the model in fake mode");

@@ -2,16 +2,18 @@
 // no memory), so a model can be built and traced without allocating anything. Capturing a large
 // model to inspect or compile its graph costs neither its memory nor its initialization.
 //
-//   capture::FakeModeScope fake;
+//   ops::FakeModeScope fake;
 //   gpt::GPT model(config);          // every parameter is a fake tensor
 //
 // In-place ops write nothing in fake mode, also on real tensors: keep real work outside the scope.
+// The graph IR infers node specs in this mode, so capture (which calls it from inside its own
+// dispatch mode) never records the inner calls.
 #pragma once
 #include "ops/dispatch.h"
 
-namespace kiln::capture {
+namespace kiln::ops {
 
-class FakeMode : public ops::DispatchMode {
+class FakeMode : public DispatchMode {
  public:
   std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override;
 };
@@ -25,7 +27,7 @@ class FakeModeScope {
 
  private:
   FakeMode mode_;
-  ops::DispatchMode* prev_;
+  DispatchMode* prev_;
 };
 
-}  // namespace kiln::capture
+}  // namespace kiln::ops
