@@ -119,19 +119,15 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
     fake_args[i].tensor = tracer.add_input(args[i].tensor, mine, "arg" + std::to_string(i));
   }
   std::vector<Tensor> outs;
-  // Random ops reserve their draws when they run, also on fake tensors: the trace must leave the
-  // generator as it found it, or the compiled call would draw different numbers than eager.
-  const GeneratorState rng = generator_state();
+  // (The trace draws no random numbers: graph::infer_specs leaves the generator as it found it,
+  // so a compiled call draws what an eager call would.)
   try {
     TraceScope scope(tracer);
     outs = body(fake_args);
     tracer.set_outputs(outs);
-    set_generator_state(rng);
   } catch (...) {
-    set_generator_state(rng);
     if (!tracer.brk) throw;  // an error in the function itself: the user's to see
-    ExplainReport::Break b{tracer.brk->reason, tracer.brk->file, tracer.brk->line};
-    if (b.file.empty()) b = user_location(b.reason);
+    ExplainReport::Break b = *tracer.brk;
     breaks.push_back(b);
     KILN_LOG(graph_breaks) << options.name << ": " << b.reason << (b.file.empty() ? "" : " at " + b.file + ":" + std::to_string(b.line));
     KILN_CHECK_HINT(!options.fullgraph, "remove the host sync (item(), printing, data-dependent shapes) or use kiln::cond / kiln::where, "

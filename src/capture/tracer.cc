@@ -170,13 +170,11 @@ void Tracer::set_outputs(const std::vector<Tensor>& outs) {
 }
 
 void Tracer::graph_break(const std::string& reason) {
-  ExplainReport::Break where = user_location(reason);
-  BreakInfo b{reason, where.file, where.line};
-  brk = b;
+  brk = user_location(reason);
   Error::Info info;
   info.message = "graph break: " + reason;
-  info.file = b.file;
-  info.line = b.line;
+  info.file = brk->file;
+  info.line = brk->line;
   throw GraphBreak(info);
 }
 

@@ -15,13 +15,6 @@
 
 namespace kiln::capture {
 
-// Why a trace stopped before the function returned, and where (the user's line, if known).
-struct BreakInfo {
-  std::string reason;
-  std::string file;
-  unsigned line = 0;
-};
-
 // Thrown by the tracer at a graph break (also recorded in Tracer::brk, which is what callers
 // check: the exception may be translated on its way through Python).
 struct GraphBreak : Error {
@@ -34,7 +27,7 @@ class Tracer : public ops::DispatchMode {
   std::vector<Tensor> lifted;        // real tensors the function read (parameters, captured tensors)
   std::vector<RelationGuard> relations;
   std::vector<std::string> specializations;  // symbols fixed to their hint, with the reason
-  std::optional<BreakInfo> brk;
+  std::optional<ExplainReport::Break> brk;  // why the trace stopped early, and the user's line
   bool grad_enabled = true;  // grad mode when the trace began: the graph runs in this one mode
 
   // A fake stand-in for argument tensor `real`; the given dims get the given symbols.
