@@ -82,6 +82,20 @@ void walk(const T* base, const ReducePlan& p, int64_t begin, int64_t end, F&& f)
   }
 }
 
+constexpr int64_t kGrain = 32768;  // elements below which a reduction runs on one thread
+
+// one(i) for every output i: across threads when there is enough work (`elements` in all),
+// otherwise serially — even a serialized OpenMP region costs more than a tiny reduction.
+template <class One>
+void each_output(int64_t n_out, int64_t elements, int threads, One one) {
+  if (elements > kGrain && n_out > 1 && threads > 1) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < n_out; ++i) one(i);
+  } else {
+    for (int64_t i = 0; i < n_out; ++i) one(i);
+  }
+}
+
 template <class R, class A>
 auto acc_result(const A& a) {
   if constexpr (requires { a.first; }) return a.second;  // (value, index) pairs give the index
@@ -95,20 +109,14 @@ void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>&
   const T* in = x.data<T>();
   R* o = out.data<R>();  // out is fresh and contiguous: output i <-> kept linear index i
   const int threads = max_threads();
-  if (p.n_out >= threads || p.n_red < 32768) {
+  if (p.n_out >= threads || p.n_red < kGrain) {
     auto one = [&](int64_t i) {
       A acc = init;
       walk(in + offset_of(i, p.keep_sizes, p.keep_strides), p, 0, p.n_red,
            [&](const T& v, int64_t j) { acc = step(acc, acc_t<T>(v), j); });
       o[i] = R(acc_result<R>(acc));
     };
-    // Small work never enters OpenMP (even a serialized region costs more than a tiny reduction).
-    if (p.n_out * p.n_red > 32768 && p.n_out > 1 && threads > 1) {
-#pragma omp parallel for num_threads(threads)
-      for (int64_t i = 0; i < p.n_out; ++i) one(i);
-    } else {
-      for (int64_t i = 0; i < p.n_out; ++i) one(i);
-    }
+    each_output(p.n_out, p.n_out * p.n_red, threads, one);
     return;
   }
   // Few outputs, long reductions: split each reduction across threads and merge.
@@ -134,7 +142,6 @@ void reduce_into(const Tensor& x, const Tensor& out, const std::vector<int64_t>&
 // reassociating anything itself; each lane keeps the accumulator type (double for floats).
 constexpr int kLanes = 32;
 constexpr int64_t kColBlock = 4096;  // outputs accumulated together in the outer-reduction path
-constexpr int64_t kGrain = 32768;    // elements below which a reduction runs on one thread
 
 // op over p[0..n) (contiguous), starting from init.
 template <class T, class A, class Op>
@@ -162,12 +169,7 @@ void reduce_inner(const T* in, T* o, const ReducePlan& p, A init, Op op) {
   const int64_t n = p.n_red;
   if (p.n_out >= threads || n < kGrain) {
     auto one = [&](int64_t i) { o[i] = T(reduce_contig(in + offset_of(i, p.keep_sizes, p.keep_strides), n, init, op)); };
-    if (p.n_out * n > kGrain && p.n_out > 1 && threads > 1) {
-#pragma omp parallel for num_threads(threads) schedule(static)
-      for (int64_t i = 0; i < p.n_out; ++i) one(i);
-    } else {
-      for (int64_t i = 0; i < p.n_out; ++i) one(i);
-    }
+    each_output(p.n_out, p.n_out * n, threads, one);
     return;
   }
   for (int64_t i = 0; i < p.n_out; ++i) {
