@@ -174,7 +174,7 @@ Tensor make_view(const Tensor& base, const TensorSpec& spec) {
 
 Tensor wrap_scalar(Scalar s, Device device) {
   Tensor t = make_tensor({}, s.dtype(), device);
-  cpu::write_scalar(t.data_ptr(), t.dtype(), s);
+  eager::cpu::write_scalar(t.data_ptr(), t.dtype(), s);
   t.impl()->wrapped_number = true;
   return t;
 }
@@ -257,7 +257,7 @@ Scalar Tensor::item_scalar(SourceLoc loc) const {
   KILN_CHECK_HINT(numel() == 1, "reduce it first (sum(), mean(), ...) or index one element",
                   "item(): a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
                   ") cannot be converted to a number");
-  return cpu::read_scalar(data_ptr(), dtype());
+  return eager::cpu::read_scalar(data_ptr(), dtype());
 }
 
 template <class T>
@@ -273,7 +273,7 @@ std::vector<T> Tensor::to_vector(SourceLoc loc) const {
   ops::CallSite site(loc);
   reading_values(impl());
   Tensor c = kiln::contiguous(*this, loc);
-  if (c.dtype() != cpu::dtype_of<T>()) c = convert_element_type(c, cpu::dtype_of<T>());
+  if (c.dtype() != eager::cpu::dtype_of<T>()) c = convert_element_type(c, eager::cpu::dtype_of<T>());
   const T* p = c.data<T>();
   return std::vector<T>(p, p + c.numel());
 }
@@ -321,7 +321,7 @@ Tensor tensor(const std::vector<T>& values, const Shape& sh, std::optional<DType
   ops::CallSite site(loc);
   KILN_CHECK_HINT(numel_of(sh) == int64_t(values.size()), "pass as many values as the shape holds",
                   "tensor(): ", values.size(), " values do not fill shape ", shape_str(sh));
-  Tensor t = make_tensor(sh, cpu::dtype_of<T>());
+  Tensor t = make_tensor(sh, eager::cpu::dtype_of<T>());
   if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
   return dtype && *dtype != t.dtype() ? convert_element_type(t, *dtype) : t;
 }
@@ -346,7 +346,7 @@ Tensor scalar_tensor(Scalar value, std::optional<DType> dtype, SourceLoc loc) {
   ops::CallSite site(loc);
   DType dt = dtype ? *dtype : value.is_float() ? default_float_dtype() : value.dtype();
   Tensor t = make_tensor({}, dt);
-  cpu::write_scalar(t.data_ptr(), dt, value);
+  eager::cpu::write_scalar(t.data_ptr(), dt, value);
   return t;
 }
 

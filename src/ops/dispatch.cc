@@ -147,7 +147,7 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
   const TensorImpl *s = self.impl(), *r = result.impl();
   if (!t_mode && !autocast_dtype() && !s->autograd && !r->autograd && !s->storage->fake && !r->storage->fake &&
       s->storage != r->storage && s->dtype == r->dtype && !s->sym && !r->sym) {
-    cpu::copy_into(self, result);
+    eager::cpu::copy_into(self, result);
     s->storage->version++;
     return self;
   }

@@ -17,7 +17,7 @@
 namespace kiln::ops {
 
 enum class OpId : uint16_t {
-#define KILN_OP(id, kind, flags, schema) id,
+#define KILN_OP(id, kind, family, dtype, flags, schema) id,
 #include "ops/ops.def"
 #undef KILN_OP
   NumOps
@@ -25,6 +25,13 @@ enum class OpId : uint16_t {
 inline constexpr int kNumOps = int(OpId::NumOps);
 
 enum class OpKind : uint8_t { PRIM, VIEW, COMPOSITE };
+// What an op computes (ops.def's family column); layers that treat ops by kind read this.
+enum class OpFamily : uint8_t {
+  POINTWISE, REDUCTION, SCAN, INDEXING, VIEW, LAYOUT, CREATION, RANDOM, LINALG, SORT, DATADEP, MUTATION, NN
+};
+// The output dtype rule of an op's first output (ops.def's dtype column).
+enum class DTypeRule : uint8_t { NONE, SAME, PROMOTE, INT_TO_FLOAT, INT_TO_LONG, BOOL, LONG, ARG };
+const char* family_name(OpFamily f);
 enum OpFlag : uint32_t {
   DIFF = 1, METHOD = 2, INPLACE = 4, SCALAR = 8, RANDOM = 16, DATADEP = 32, MUTATES = 64
 };
@@ -88,6 +95,8 @@ struct OpInfo {
   const char* name;    // the op's id, e.g. "max_dim"
   const char* schema;  // e.g. "max.dim(Tensor self, int dim, bool keepdim=False) -> (...)"
   OpKind kind;
+  OpFamily family;
+  DTypeRule dtype_rule;
   uint32_t flags;
   MetaFn meta = nullptr;
   KernelFn kernel = nullptr;

@@ -10,7 +10,8 @@ namespace {
 std::vector<OpInfo>& table() {
   static std::vector<OpInfo> t = [] {
     std::vector<OpInfo> v;
-#define KILN_OP(id, kind, flags, schema) v.push_back(OpInfo{OpId::id, #id, schema, OpKind::kind, uint32_t(flags)});
+#define KILN_OP(id, kind, family, dtype, flags, schema) \
+  v.push_back(OpInfo{OpId::id, #id, schema, OpKind::kind, OpFamily::family, DTypeRule::dtype, uint32_t(flags)});
 #include "ops/ops.def"
 #undef KILN_OP
     return v;
@@ -35,6 +36,12 @@ const T& get(const Args& a, size_t i, const char* want) {
 }  // namespace
 
 const OpInfo& op_info(OpId op) { return table()[size_t(op)]; }
+
+const char* family_name(OpFamily f) {
+  static const char* names[] = {"pointwise", "reduction", "scan", "indexing", "view",   "layout",  "creation",
+                                "random",    "linalg",    "sort", "datadep",  "mutation", "nn"};
+  return names[size_t(f)];
+}
 
 const OpInfo* find_op(const std::string& name) {
   static const std::unordered_map<std::string, OpId> by_name = [] {

@@ -10,7 +10,7 @@ import os
 import re
 import sys
 
-LINE = re.compile(r'^KILN_OP\((\w+),\s*(\w+),\s*([\w\s|]+),\s*"((?:[^"\\]|\\.)*)"\)\s*$')
+LINE = re.compile(r'^KILN_OP\((\w+),\s*(\w+),\s*(\w+),\s*(\w+),\s*([\w\s|]+),\s*"((?:[^"\\]|\\.)*)"\)\s*$')
 
 
 class Arg:
@@ -56,8 +56,8 @@ class Arg:
 
 
 class Op:
-    def __init__(self, ident, kind, flags, schema):
-        self.id, self.kind = ident, kind
+    def __init__(self, ident, kind, family, dtype_rule, flags, schema):
+        self.id, self.kind, self.family, self.dtype_rule = ident, kind, family, dtype_rule
         self.flags = {f.strip() for f in flags.split("|") if f.strip() and f.strip() != "0"}
         schema = schema.replace('\\"', '"')
         m = re.match(r'^([\w.]+)\((.*)\)\s*->\s*(.*)$', schema)

@@ -7,7 +7,7 @@
 #include "ops/dispatch.h"
 #include "ops/meta/conv.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 
 // The map between an image (C channels of spatial size `image`) and a column matrix
@@ -247,4 +247,4 @@ KILN_KERNEL(convolution) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

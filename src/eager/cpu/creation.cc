@@ -3,7 +3,7 @@
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 
 // Calls f(i) -> acc value for each element i of a fresh contiguous tensor, in parallel.
@@ -66,4 +66,4 @@ KILN_KERNEL(rand_normal) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

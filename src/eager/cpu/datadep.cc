@@ -8,7 +8,7 @@
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 
 KILN_KERNEL(nonzero) {
@@ -131,4 +131,4 @@ KILN_KERNEL(unique) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -5,7 +5,7 @@
 #include "eager/cpu/special.h"
 #include "ops/dispatch.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 using ops::OpId;
@@ -366,4 +366,4 @@ KILN_REGISTER(kernel, where, where_kernel);
 KILN_REGISTER(kernel, convert_element_type, convert_kernel);
 KILN_REGISTER(kernel, copy_, copy_kernel);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -9,7 +9,7 @@
 #include "ops/meta/indexing.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 using ops::OpId;
@@ -359,4 +359,4 @@ KILN_KERNEL(index_put) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

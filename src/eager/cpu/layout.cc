@@ -6,7 +6,7 @@
 #include "ops/meta/layout.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -72,4 +72,4 @@ KILN_KERNEL(flip) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

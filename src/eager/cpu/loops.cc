@@ -4,7 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 
 StridedLoop::StridedLoop(std::initializer_list<const Tensor*> operands, const Shape& shape) {
   const size_t nd = shape.size();
@@ -99,4 +99,4 @@ void copy_into(const Tensor& dst, const Tensor& src) {
   });
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -16,7 +16,7 @@
 
 #include "core/tensor_impl.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 
 template <class T>
 struct type_tag {
@@ -286,4 +286,4 @@ void map_binary(const Tensor& out, const Tensor& x, const Tensor& y, F f) {
 // Copies src into dst elementwise, converting dtype and broadcasting src to dst's shape.
 void copy_into(const Tensor& dst, const Tensor& src);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

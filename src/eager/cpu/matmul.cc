@@ -10,7 +10,7 @@
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 
 // One operand seen as a batch of rows x cols matrices (element strides; batch strides aligned
@@ -188,4 +188,4 @@ KILN_KERNEL(matmul) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

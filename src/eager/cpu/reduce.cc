@@ -8,7 +8,7 @@
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 using ops::OpId;
@@ -360,4 +360,4 @@ KILN_REGISTER(kernel, amin, minmax_kernel);
 KILN_REGISTER(kernel, argmax, arg_kernel);
 KILN_REGISTER(kernel, argmin, arg_kernel);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

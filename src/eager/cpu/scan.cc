@@ -7,7 +7,7 @@
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 using ops::OpId;
@@ -121,4 +121,4 @@ KILN_REGISTER(kernel, cumprod, cum_kernel);
 KILN_REGISTER(kernel, cummax, cum_extreme_kernel);
 KILN_REGISTER(kernel, cummin, cum_extreme_kernel);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -9,7 +9,7 @@
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -117,4 +117,4 @@ std::vector<Tensor> topk_kernel(const Args& a, const std::vector<TensorSpec>& sp
 KILN_REGISTER(kernel, sort, sort_kernel);
 KILN_REGISTER(kernel, topk, topk_kernel);
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 
 // Inverse error function: a rational initial guess refined by two Newton steps on erf.
 inline double erfinv(double y) {
@@ -47,4 +47,4 @@ inline double digamma(double x) {
   return r + std::log(x) - 0.5 / x - series;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

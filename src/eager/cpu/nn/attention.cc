@@ -14,7 +14,7 @@
 #include "eager/cpu/nn/fast_exp.h"
 #include "ops/applies.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -196,4 +196,4 @@ KILN_REGISTER(kernel, scaled_dot_product_attention, sdpa_kernel);
 KILN_REGISTER(kernel_applies, scaled_dot_product_attention, sdpa_applies);
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

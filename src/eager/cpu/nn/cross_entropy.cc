@@ -13,7 +13,7 @@
 #include "eager/cpu/nn/fast_exp.h"
 #include "ops/applies.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -157,4 +157,4 @@ KILN_REGISTER(kernel, cross_entropy, ce_kernel);
 KILN_REGISTER(kernel_applies, cross_entropy, ce_applies);
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

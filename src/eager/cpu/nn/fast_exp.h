@@ -8,7 +8,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 
 // What the NN row kernels accumulate in: double for float64 rows, float otherwise.
 template <class T>
@@ -61,4 +61,4 @@ A lane_max(const A* v, int64_t n) {
   return m;
 }
 
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

@@ -7,7 +7,7 @@
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -115,4 +115,4 @@ KILN_KERNEL(rms_norm) {
 }
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu

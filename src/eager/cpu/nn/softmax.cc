@@ -9,7 +9,7 @@
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
 
-namespace kiln::cpu {
+namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
@@ -107,4 +107,4 @@ KILN_REGISTER(kernel, softmax, softmax_kernel);
 KILN_REGISTER(kernel, log_softmax, softmax_kernel);
 
 }  // namespace
-}  // namespace kiln::cpu
+}  // namespace kiln::eager::cpu
