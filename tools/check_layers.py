@@ -128,7 +128,7 @@ def check_file(rel, text, own):
             reason = "only code outside the library may include the umbrella header"
         else:
             reason = f"{layer} is above {own}"
-        out.append(f"{rel}:{lineno}: {own} includes {shown} ({layer}): {reason} (order: {order_text()})")
+        out.append(f"{rel}:{lineno}: {own} includes {shown} ({layer}): {reason}")
     return out
 
 
@@ -186,7 +186,7 @@ def run_check(root, gen):
         print(v)
     if violations:
         print(f"layering: {len(violations)} violation(s) in {len({v.split(':')[0] for v in violations})} file(s) "
-              f"of {len(files)} checked")
+              f"of {len(files)} checked; an include may only go down: {order_text()} (docs/architecture.md)")
         return 1
     print(f"layering: OK ({len(files)} files; order: {order_text()})")
     return 0
