@@ -42,11 +42,11 @@ KILN_SCALAR T floor_divide(T a, T b) {
     if (d - fd > T(0.5)) fd += 1;
     return d == 0 ? libm::copysign(T(0), a / b) : fd;
   } else {
-    const T q = int_div(a, b);
+    const quotient_remainder<T> d = int_divmod(a, b);
     if constexpr (is_signed_int<T>) {
-      if (int_mod(a, b) != 0 && ((a < 0) != (b < 0))) return T(q - 1);
+      if (d.r != 0 && ((a < 0) != (b < 0))) return T(d.q - 1);
     }
-    return q;
+    return d.q;
   }
 }
 

@@ -30,23 +30,25 @@ KILN_SCALAR V wrap_neg(V a) {
 }
 
 // Integer a / b truncated and a % b (C's signs) without the traps: b == -1 gives -a (wrapping:
-// INT_MIN / -1 == INT_MIN) and 0; b == 0 gives 0 for both. The eager kernels raise "integer
+// INT_MIN / -1 == INT_MIN) and 0; b == 0 gives 0 and 0. The eager kernels raise "integer
 // division by zero" before computing; the 0 keeps a kernel that gets a zero divisor anyway
-// from trapping.
+// from trapping. One division gives both (floor_divide and remainder need both).
+template <class V>
+struct quotient_remainder {
+  V q, r;
+};
 template <class V, KILN_IF(is_int<V>)>
-KILN_SCALAR V int_div(V a, V b) {
+KILN_SCALAR quotient_remainder<V> int_divmod(V a, V b) {
   if constexpr (is_signed_int<V>) {
-    if (b == V(-1)) return wrap_neg(a);
+    if (b == V(-1)) return {wrap_neg(a), V(0)};
   }
-  return b == V(0) ? V(0) : V(a / b);
+  if (b == V(0)) return {V(0), V(0)};
+  return {V(a / b), V(a % b)};
 }
 template <class V, KILN_IF(is_int<V>)>
-KILN_SCALAR V int_mod(V a, V b) {
-  if constexpr (is_signed_int<V>) {
-    if (b == V(-1)) return V(0);
-  }
-  return b == V(0) ? V(0) : V(a % b);
-}
+KILN_SCALAR V int_div(V a, V b) { return int_divmod(a, b).q; }
+template <class V, KILN_IF(is_int<V>)>
+KILN_SCALAR V int_mod(V a, V b) { return int_divmod(a, b).r; }
 
 // base ** e by squaring, wrapping. A negative exponent gives 1, -1 or 0 (the integer part of
 // 1 / base**-e), as PyTorch for a tensor of exponents.
