@@ -1,12 +1,12 @@
 // CPU kernels of the pointwise prims (unary, binary, where, convert_element_type) and copy_.
-// What an op computes on one element is its kiln::scalar function (ops/scalar/scalar.h, shared
+// What an op computes on one element is its kiln::scalar function (scalar/scalar.h, shared
 // with generated code); this file holds only the iteration, the dtype dispatch, the argument
 // checks and the registration, which reads the op family from ops.def.
 #include <kiln/ops.h>
 
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
-#include "ops/scalar/scalar.h"
+#include "scalar/scalar.h"
 
 namespace kiln::eager::cpu {
 namespace {
@@ -179,7 +179,7 @@ KernelFn pointwise_kernel(OpId op) {
 }
 
 // Every op of family POINTWISE in ops.def that has a scalar function gets its kernel (each
-// pointwise prim must: tests/unit/ops/scalar_semantics_test.cc checks).
+// pointwise prim must: tests/unit/scalar/scalar_semantics_test.cc checks).
 [[maybe_unused]] const bool kPointwiseKernelsRegistered = [] {
   for (int i = 0; i < ops::kNumOps; ++i) {
     const ops::OpInfo& info = ops::op_info(OpId(i));

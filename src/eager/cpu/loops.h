@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
-#include "ops/scalar/scalar.h"
+#include "scalar/scalar.h"
 
 namespace kiln::eager::cpu {
 

@@ -1,4 +1,4 @@
-// ops::scalar_prelude(), the scalar header as the prelude of generated code, compiles on its
+// scalar::prelude(), the scalar header as the prelude of generated code, compiles on its
 // own: as C++17 host code by the system compiler, and with NVRTC for sm_90 (libnvrtc loaded with
 // dlopen; nothing runs on a GPU). The check program after the prelude calls the function of
 // every pointwise prim in ops.def with every compute type it takes, so a prim without its
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "ops/dispatch.h"
-#include "ops/scalar/prelude.h"
+#include "scalar/prelude.h"
 #include "ops/schema.h"
 
 namespace {
@@ -51,7 +51,7 @@ std::string check_source() {
     add(fn, "unary");
   for (const char* fn : {"div_trunc", "nextafter_float16", "nextafter_bfloat16"}) add(fn, "binary");
   add("float_to_int", "convert");
-  return std::string(scalar_prelude()) + R"(
+  return std::string(kiln::scalar::prelude()) + R"(
 // ---------------------------------------------------------------- the check (not the prelude)
 namespace kiln_check {
 using namespace kiln::scalar;
@@ -97,11 +97,11 @@ void kiln_prelude_check(int* out) {
 }
 
 TEST(ScalarPrelude, IsTheHeaderWithItsPartsInlined) {
-  const std::string_view p = scalar_prelude();
+  const std::string_view p = kiln::scalar::prelude();
   EXPECT_NE(p.find("namespace kiln::scalar"), std::string_view::npos);
   EXPECT_NE(p.find("KILN_SCALAR T floor_divide(T a, T b)"), std::string_view::npos);
   EXPECT_NE(p.find("KILN_SCALAR double digamma_f64(double x)"), std::string_view::npos);
-  EXPECT_EQ(p.find("#include \"ops/scalar/"), std::string_view::npos) << "an include of a part was left";
+  EXPECT_EQ(p.find("#include \"scalar/"), std::string_view::npos) << "an include of a part was left";
   EXPECT_EQ(p.find("#pragma once"), std::string_view::npos);
   // Each part once: base.h's type table appears a single time.
   const size_t first = p.find("struct type_traits {");

@@ -3,8 +3,8 @@
 #pragma once
 #include <string_view>
 
-namespace kiln::ops {
+namespace kiln::scalar {
 
-std::string_view scalar_prelude();
+std::string_view prelude();
 
-}  // namespace kiln::ops
+}  // namespace kiln::scalar

@@ -1,9 +1,9 @@
 // The binary pointwise prims of ops.def and where, one function each, named after the op.
 // Both operands have one compute type (the caller promotes and converts first).
 #pragma once
-#include "ops/scalar/base.h"
-#include "ops/scalar/cast.h"
-#include "ops/scalar/int.h"
+#include "scalar/base.h"
+#include "scalar/cast.h"
+#include "scalar/int.h"
 
 namespace kiln::scalar {
 

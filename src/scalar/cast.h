@@ -1,7 +1,7 @@
 // convert_element_type between the compute types, with a result defined for every input, and
 // the rounding of float to and from the 16-bit storage types (float16, bfloat16).
 #pragma once
-#include "ops/scalar/base.h"
+#include "scalar/base.h"
 
 namespace kiln::scalar {
 

@@ -1,6 +1,6 @@
 // kiln's scalar semantics: the one definition of what every pointwise prim of ops.def computes
 // on one element, for the host and for a GPU. The eager CPU kernels call these functions, and the
-// same text (ops::scalar_prelude(), this file with its parts inlined) is the prelude of generated
+// same text (scalar::prelude(), this file with its parts inlined) is the prelude of generated
 // C and CUDA, so compiled results are eager's bit for bit wherever both use the same libm.
 //
 // Rules for this header: C++17, no exceptions, no globals, no standard library on the device
@@ -10,9 +10,9 @@
 // 16-bit floats are computed in float and stored with float_to_float16 / float_to_bfloat16).
 // docs/ops.md, "Adding a pointwise prim", lists what a new prim needs here.
 #pragma once
-#include "ops/scalar/base.h"
-#include "ops/scalar/int.h"
-#include "ops/scalar/special.h"
-#include "ops/scalar/cast.h"
-#include "ops/scalar/unary.h"
-#include "ops/scalar/binary.h"
+#include "scalar/base.h"
+#include "scalar/int.h"
+#include "scalar/special.h"
+#include "scalar/cast.h"
+#include "scalar/unary.h"
+#include "scalar/binary.h"

@@ -2,7 +2,7 @@
 // wraps (signed overflow is undefined in C++, so it is done in the unsigned type), and division
 // never traps (INT_MIN / -1 traps on x86; x / 0 traps too).
 #pragma once
-#include "ops/scalar/base.h"
+#include "scalar/base.h"
 
 namespace kiln::scalar {
 

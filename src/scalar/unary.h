@@ -2,9 +2,9 @@
 // takes the compute types its op is defined for (KILN_IF); the callers convert first (an op
 // with dtype rule INT_TO_FLOAT gets floats, as its output dtype).
 #pragma once
-#include "ops/scalar/base.h"
-#include "ops/scalar/int.h"
-#include "ops/scalar/special.h"
+#include "scalar/base.h"
+#include "scalar/int.h"
+#include "scalar/special.h"
 
 namespace kiln::scalar {
 

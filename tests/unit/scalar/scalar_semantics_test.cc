@@ -1,4 +1,4 @@
-// The scalar functions of ops/scalar/scalar.h at their edge cases: INT_MIN, -1 and 0 divisors,
+// The scalar functions of scalar/scalar.h at their edge cases: INT_MIN, -1 and 0 divisors,
 // NaN / inf / -0.0, half-to-even rounding, nextafter at 0 and across signs, shifts by >= width,
 // conversions out of range. The expected values are worked out by hand (IEEE and two's
 // complement arithmetic), not by the functions under test; the 16-bit conversions are checked
@@ -13,7 +13,7 @@
 #include <string>
 
 #include "ops/dispatch.h"
-#include "ops/scalar/scalar.h"
+#include "scalar/scalar.h"
 
 namespace sc = kiln::scalar;
 
@@ -64,7 +64,7 @@ TEST(ScalarSemantics, EveryPointwisePrimHasAKernelFromItsScalarFunction) {
   }
   EXPECT_GE(prims, 60);  // the walk finds them (69 today)
   EXPECT_TRUE(missing.empty()) << "pointwise prims without a kernel:" << missing
-                               << "\nwrite kiln::scalar::<op> in src/ops/scalar/ and add the op to pointwise_kernel"
+                               << "\nwrite kiln::scalar::<op> in src/scalar/ and add the op to pointwise_kernel"
                                   " in src/eager/cpu/elementwise.cc";
 }
 

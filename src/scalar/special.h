@@ -1,6 +1,6 @@
 // Special functions the C math library lacks, in double precision (float callers round).
 #pragma once
-#include "ops/scalar/base.h"
+#include "scalar/base.h"
 
 namespace kiln::scalar {
 
