@@ -158,6 +158,28 @@ void BM_CaptureGpt2SmallFake(benchmark::State& state) {
 }
 BENCHMARK(BM_CaptureGpt2SmallFake)->Unit(benchmark::kMillisecond);
 
+// The same with the batch and sequence sizes symbolic (s0, s1): every shape is an expression.
+void BM_CaptureGpt2SmallFakeDynamic(benchmark::State& state) {
+  std::optional<gpt::GPT> model;
+  {
+    ops::FakeModeScope fake;
+    model.emplace(gpt::Config{});
+  }
+  for (auto _ : state) {
+    capture::Tracer tracer;
+    std::vector<capture::SymbolSource> syms{{"s0", 0, 0}, {"s1", 0, 1}};
+    Tensor idx = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), syms, "idx");
+    syms = {{"s0", 1, 0}, {"s1", 1, 1}};
+    Tensor tgt = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), syms, "targets");
+    {
+      capture::TraceScope scope(tracer);
+      tracer.set_outputs({(*model)->loss(idx, tgt)});
+    }
+    benchmark::DoNotOptimize(tracer.graph.nodes().size());
+  }
+}
+BENCHMARK(BM_CaptureGpt2SmallFakeDynamic)->Unit(benchmark::kMillisecond);
+
 }  // namespace
 
 BENCHMARK_MAIN();
