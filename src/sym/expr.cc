@@ -11,8 +11,8 @@ namespace {
 
 // ---- interning: one live node per distinct expression ----
 // The table holds weak references: a node is freed when the last ExprPtr to it goes, and its
-// deleter removes it from the table. A lookup that finds a node whose last reference is going
-// (its deleter waits for the lock) makes a fresh node; the dying one later removes only itself.
+// destructor removes it from the table. A lookup that finds a node whose last reference is going
+// (its destructor waits for the lock) makes a fresh node; the dying one later removes only itself.
 struct Entry {
   const Expr* raw;
   std::weak_ptr<const Expr> weak;
@@ -26,19 +26,22 @@ Table& table() {
   return *t;
 }
 
-void release(const Expr* e) {
-  Table& t = table();
-  {
+// A node as the table holds it (one allocation with its control block, by make_shared).
+struct Node : Expr {
+  explicit Node(Expr&& e) : Expr(std::move(e)) {}
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node() {
+    Table& t = table();
     std::lock_guard<std::mutex> lock(t.mu);
-    auto [it, end] = t.map.equal_range(e->hash);
+    auto [it, end] = t.map.equal_range(hash);
     for (; it != end; ++it)
-      if (it->second.raw == e) {
+      if (it->second.raw == this) {
         t.map.erase(it);
         break;
       }
-  }
-  delete e;  // releases the operands, outside the lock
-}
+  }  // the operands are released after the lock
+};
 
 uint64_t mix(uint64_t h, uint64_t v) { return (h ^ v) * 0x100000001b3ull + (h << 6) + (h >> 2); }
 
@@ -67,7 +70,7 @@ ExprPtr intern(Expr proto) {
   for (; it != end; ++it)
     if (same_node(*it->second.raw, proto))
       if (ExprPtr live = it->second.weak.lock()) return live;
-  ExprPtr e(new Expr(std::move(proto)), release);
+  ExprPtr e = std::make_shared<const Node>(std::move(proto));
   t.map.emplace(e->hash, Entry{e.get(), e});
   return e;
 }
@@ -240,11 +243,22 @@ void sum_parts(const ExprPtr& e, int64_t* c, std::vector<Term>* terms) {
 }  // namespace detail
 
 ExprPtr constant(int64_t v) {
-  Expr e;
-  e.kind = Kind::Const;
-  e.value = v;
-  e.range = {v, v};
-  return intern(std::move(e));
+  auto make = [](int64_t c) {
+    Expr e;
+    e.kind = Kind::Const;
+    e.value = c;
+    e.range = {c, c};
+    return intern(std::move(e));
+  };
+  // The small constants (coefficients, offsets, units) are made once and kept.
+  constexpr int64_t kLo = -16, kHi = 64;
+  static const std::vector<ExprPtr>* small = [&] {
+    auto* c = new std::vector<ExprPtr>;
+    for (int64_t i = kLo; i <= kHi; ++i) c->push_back(make(i));
+    return c;
+  }();
+  if (v >= kLo && v <= kHi) return (*small)[size_t(v - kLo)];
+  return make(v);
 }
 
 ExprPtr symbol(const std::string& name, Range range) {

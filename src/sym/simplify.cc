@@ -375,18 +375,23 @@ ExprPtr min_max(Kind k, const ExprPtr& a, const ExprPtr& b) {
 
 }  // namespace
 
-ExprPtr add(ExprPtr a, ExprPtr b) {
+namespace {
+// a + sign*b, merging the terms of both (no node for -b).
+ExprPtr add_scaled(const ExprPtr& a, const ExprPtr& b, int64_t sign) {
   int64_t ca, cb;
   std::vector<Term> ta, tb;
   sum_parts(a, &ca, &ta);
   sum_parts(b, &cb, &tb);
-  const int64_t c = checked_add(ca, cb);
+  for (Term& t : tb) t.coeff = checked_mul(t.coeff, sign);
+  const int64_t c = checked_add(ca, checked_mul(cb, sign));
   std::vector<Term> terms = merge_terms(ta, tb);
   if (ExprPtr r = recombine_div_mod(c, terms)) return r;
   return build_sum(c, terms);
 }
+}  // namespace
 
-ExprPtr sub(ExprPtr a, ExprPtr b) { return add(std::move(a), mul(constant(-1), std::move(b))); }
+ExprPtr add(ExprPtr a, ExprPtr b) { return add_scaled(a, b, 1); }
+ExprPtr sub(ExprPtr a, ExprPtr b) { return add_scaled(a, b, -1); }
 
 ExprPtr mul(ExprPtr a, ExprPtr b) {
   int64_t k = 1;
