@@ -160,12 +160,16 @@ Range range_of(Kind k, const std::vector<ExprPtr>& args) {
 }
 
 ExprPtr expand(const ExprPtr& e) {
+  auto has_sum_factor = [](const ExprPtr& x) {
+    return x->kind == Kind::Mul && std::any_of(x->args.begin(), x->args.end(), [](const ExprPtr& f) { return f->kind == Kind::Add; });
+  };
+  if (e->kind == Kind::Add && std::none_of(e->args.begin(), e->args.end(), has_sum_factor)) return e;  // nothing to do
   if (e->kind == Kind::Add) {
     ExprPtr s = constant(0);
     for (const ExprPtr& a : e->args) s = add(s, expand(a));
     return s;
   }
-  if (e->kind != Kind::Mul) return e;
+  if (!has_sum_factor(e)) return e;
   constexpr size_t kMaxTerms = 64;  // beyond that, multiplying out costs more than it tells
   std::vector<ExprPtr> acc{constant(1)};
   for (const ExprPtr& f : e->args) {
