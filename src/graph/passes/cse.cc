@@ -121,7 +121,7 @@ void cse(Graph& g, uint64_t (*hash)(const Node&)) {
     Node* node;
     uint32_t epoch;  // entries from before the latest mutation are stale
   };
-  std::unordered_map<uint64_t, std::vector<Seen>> seen;
+  std::unordered_multimap<uint64_t, Seen> seen;  // candidates by hash
   seen.reserve(g.nodes().size());
   uint32_t epoch = 0;
   for (Node* n : g.nodes()) {  // erasing the current node keeps the iteration valid
@@ -134,17 +134,21 @@ void cse(Graph& g, uint64_t (*hash)(const Node&)) {
       }
       if (flags & ops::RANDOM) continue;
     }
-    std::vector<Seen>& bucket = seen[hash(*n)];
+    const uint64_t h = hash(*n);
     Node* match = nullptr;
-    std::erase_if(bucket, [&](const Seen& s) { return s.epoch != epoch; });
-    for (const Seen& s : bucket)
-      if (constant ? s.node->kind == NodeKind::Constant && same_constant(*s.node, *n)
-                   : s.node->kind == NodeKind::Call && same_call(*s.node, *n)) {
-        match = s.node;
-        break;
+    for (auto [it, end] = seen.equal_range(h); it != end && !match;) {
+      const Seen& s = it->second;
+      if (s.epoch != epoch) {
+        it = seen.erase(it);
+        continue;
       }
+      if (constant ? s.node->kind == NodeKind::Constant && same_constant(*s.node, *n)
+                   : s.node->kind == NodeKind::Call && same_call(*s.node, *n))
+        match = s.node;
+      ++it;
+    }
     if (!match) {
-      bucket.push_back({n, epoch});
+      seen.emplace(h, Seen{n, epoch});
       continue;
     }
     for (size_t k = 0; k < n->outputs.size(); ++k) g.replace_all_uses(n->outputs[k], match->outputs[k]);
