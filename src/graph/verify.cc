@@ -27,6 +27,7 @@ class Verifier {
   explicit Verifier(const Graph& g) : g_(g) {}
 
   void run() {
+    defined_.reserve(g_.inputs().size() + 2 * g_.nodes().size());  // most nodes have one output
     for (const Value* v : g_.inputs()) {
       if (!defined_.insert(v).second) detail::fail("graph verify: input " + value_str(v) + " is listed twice");
       if (v->producer) detail::fail("graph verify: input " + value_str(v) + " also has a producer");
