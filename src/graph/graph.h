@@ -9,8 +9,8 @@
 #include <kiln/tensor.h>
 
 #include <functional>
-#include <memory>
 #include <iterator>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_set>

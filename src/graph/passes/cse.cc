@@ -32,6 +32,7 @@ struct Hasher {
     else add(uint64_t(s.hint()));
   }
   void add_bytes(const void* p, size_t n) {
+    if (n == 0) return;  // an empty literal may have no data pointer
     const auto* b = static_cast<const unsigned char*>(p);
     for (; n >= 8; n -= 8, b += 8) {
       uint64_t w;
@@ -93,8 +94,9 @@ bool same_call(const Node& a, const Node& b) {
 
 // Constants are equal when their bytes are (so 0.0 and -0.0 stay apart).
 bool same_constant(const Node& a, const Node& b) {
-  return a.wrapped == b.wrapped && same_spec(a.outputs[0]->spec, b.outputs[0]->spec) &&
-         std::memcmp(a.literal.data_ptr(), b.literal.data_ptr(), literal_bytes(a)) == 0;
+  if (a.wrapped != b.wrapped || !same_spec(a.outputs[0]->spec, b.outputs[0]->spec)) return false;
+  const size_t n = literal_bytes(a);
+  return n == 0 || std::memcmp(a.literal.data_ptr(), b.literal.data_ptr(), n) == 0;
 }
 
 }  // namespace

@@ -73,6 +73,14 @@ TEST(GraphCse, HashFollowsEquality) {
   EXPECT_NE(cse_hash(*n[11]), cse_hash(*n[12]));  // slopes 0.5, 0.25
 }
 
+TEST(GraphCse, EmptyConstantsMerge) {
+  Graph g = parse("graph(%x: f32[0]):\n  %0: f32[0] = constant([])\n  %1: f32[0] = constant([])\n"
+                  "  %2: f32[0] = add(%x, %0)\n  %3: f32[0] = add(%x, %1)\n  return (%2, %3)\n");
+  cse(g);
+  verify(g);
+  EXPECT_EQ(print(g), "graph(%x: f32[0]):\n  %0: f32[0] = constant([])\n  %1: f32[0] = add(%x, %0)\n  return (%1, %1)\n");
+}
+
 // A pass that gives a node a wrong output type: the verifier after it names it.
 void break_specs(Graph& g) {
   for (Node* n : g.nodes())
