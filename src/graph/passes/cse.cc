@@ -4,7 +4,7 @@
 // so a collision costs a comparison, never a wrong merge.
 #include <cstring>
 #include <functional>
-#include <unordered_map>
+#include <vector>
 
 #include "graph/passes/passes.h"
 #include "graph/schema.h"
@@ -118,13 +118,44 @@ uint64_t cse_hash(const Node& n) {
   return h.h;
 }
 
-void cse(Graph& g, uint64_t (*hash)(const Node&)) {
-  struct Seen {
-    Node* node;
-    uint32_t epoch;  // entries from before the latest mutation are stale
+namespace {
+
+// The nodes seen so far, by hash: open addressing in one array sized for every node (no
+// allocation per entry, no growth). Entries of equal hash sit in successive slots; an entry
+// from before the latest mutation (an older epoch) is skipped.
+class SeenTable {
+ public:
+  explicit SeenTable(size_t nodes) {
+    size_t n = 16;
+    while (n < 2 * nodes) n *= 2;
+    slots_.resize(n);
+  }
+  template <class Same>
+  Node* find(uint64_t h, uint32_t epoch, Same same) const {
+    for (size_t i = h & mask(); slots_[i].node; i = (i + 1) & mask())
+      if (slots_[i].hash == h && slots_[i].epoch == epoch && same(*slots_[i].node)) return slots_[i].node;
+    return nullptr;
+  }
+  void insert(uint64_t h, uint32_t epoch, Node* n) {
+    size_t i = h & mask();
+    while (slots_[i].node) i = (i + 1) & mask();
+    slots_[i] = {h, n, epoch};
+  }
+
+ private:
+  struct Slot {
+    uint64_t hash = 0;
+    Node* node = nullptr;
+    uint32_t epoch = 0;
   };
-  std::unordered_multimap<uint64_t, Seen> seen;  // candidates by hash
-  seen.reserve(g.nodes().size());
+  size_t mask() const { return slots_.size() - 1; }
+  std::vector<Slot> slots_;
+};
+
+}  // namespace
+
+void cse(Graph& g, uint64_t (*hash)(const Node&)) {
+  SeenTable seen(g.nodes().size());  // at most one entry per node: never more than half full
   uint32_t epoch = 0;
   for (Node* n : g.nodes()) {  // erasing the current node keeps the iteration valid
     const bool constant = n->kind == NodeKind::Constant;
@@ -137,20 +168,11 @@ void cse(Graph& g, uint64_t (*hash)(const Node&)) {
       if (flags & ops::RANDOM) continue;
     }
     const uint64_t h = hash(*n);
-    Node* match = nullptr;
-    for (auto [it, end] = seen.equal_range(h); it != end && !match;) {
-      const Seen& s = it->second;
-      if (s.epoch != epoch) {
-        it = seen.erase(it);
-        continue;
-      }
-      if (constant ? s.node->kind == NodeKind::Constant && same_constant(*s.node, *n)
-                   : s.node->kind == NodeKind::Call && same_call(*s.node, *n))
-        match = s.node;
-      ++it;
-    }
+    Node* match = seen.find(h, epoch, [&](const Node& m) {
+      return constant ? m.kind == NodeKind::Constant && same_constant(m, *n) : m.kind == NodeKind::Call && same_call(m, *n);
+    });
     if (!match) {
-      seen.emplace(h, Seen{n, epoch});
+      seen.insert(h, epoch, n);
       continue;
     }
     for (size_t k = 0; k < n->outputs.size(); ++k) g.replace_all_uses(n->outputs[k], match->outputs[k]);
