@@ -3,6 +3,7 @@
 //
 //   KILN_LOG(recompiles) << "guard failed: " << why;   // printed as "[kiln:recompiles] ..."
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <string>
 
@@ -10,7 +11,7 @@ namespace kiln {
 
 enum class LogComponent : uint8_t {
   graph, guards, recompiles, graph_breaks, dynamic, aot, decomp, ir, fusion, output_code, autotune,
-  cudagraphs, cache, perf, kCount
+  cudagraphs, cache, perf, passes, kCount
 };
 
 bool log_enabled(LogComponent c);
