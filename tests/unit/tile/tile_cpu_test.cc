@@ -23,8 +23,6 @@ namespace {
 using cpu::Grid;
 using ops::OpId;
 
-[[maybe_unused]] const bool kVerifyEach = (set_verify_each(true), true);
-
 // Equal values, NaN equal to NaN (the same scalar functions ran on both sides).
 void expect_same(const Tensor& got, const Tensor& want, const std::string& what) {
   ASSERT_EQ(got.dtype(), want.dtype()) << what;

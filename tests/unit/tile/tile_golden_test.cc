@@ -5,17 +5,15 @@
 #include <gtest/gtest.h>
 
 #include "tile/passes/passes.h"
-#include "tests/unit/tile/tile_golden.h"
+#include "support/golden.h"
 
 namespace kiln::tile {
 namespace {
 
-[[maybe_unused]] const bool kVerifyEach = (set_verify_each(true), true);
-
 TEST(TileGolden, PrintAndPasses) {
-  const auto goldens = test::check_goldens("tile", run_pipeline);
+  const auto goldens = kiln::test::check_goldens("tile", run_pipeline);
   EXPECT_GE(goldens.size(), 5u);
-  for (const test::Golden& g : goldens) {
+  for (const kiln::test::Golden& g : goldens) {
     SCOPED_TRACE(g.path.filename().string());
     try {  // the expected text is a program that verifies and prints as itself
       Program p = parse(g.expected);
@@ -29,10 +27,10 @@ TEST(TileGolden, PrintAndPasses) {
 
 TEST(TileGolden, GeneratedKernelSources) {
   int n = 0;
-  for (const auto& path : test::golden_files("kernels")) {
-    const test::Golden g = test::read_golden(path);
+  for (const auto& path : kiln::test::golden_files("kernels")) {
+    const kiln::test::Golden g = kiln::test::read_golden(path);
     if (g.pipeline.rfind("tile:", 0) != 0) continue;  // another IR's golden
-    test::check_golden(g, run_pipeline);
+    kiln::test::check_golden(g, run_pipeline);
     ++n;
   }
   EXPECT_GE(n, 3);

@@ -11,9 +11,6 @@
 namespace kiln::tile {
 namespace {
 
-// Tests verify after every pass (passes.h); release builds otherwise only on request.
-[[maybe_unused]] const bool kVerifyEach = (set_verify_each(true), true);
-
 int count(const Program& p, OpCode c) {
   int n = 0;
   walk(p.body, [&](const Op& op) { n += op.code == c; });
