@@ -178,6 +178,17 @@ std::string CLikeEmitter::element(const Value* v, const std::vector<std::string>
     case Access::Kind::Array:
       if (!linear.empty() && same_strides(a.strides, row_major(v->type.shape), v->type.shape)) return a.name + "[" + linear + "]";
       return a.name + "[" + affine(a.strides, idx) + "]";
+    case Access::Kind::Expr: {
+      std::vector<std::string> at;
+      bool identity = a.dims.size() == idx.size();
+      for (size_t d = 0; d < a.dims.size(); ++d) {
+        at.push_back(a.dims[d] < 0 ? "0" : idx[size_t(a.dims[d])]);
+        identity = identity && a.dims[d] == int(d);
+      }
+      std::vector<std::string> args;
+      for (const Value* u : a.op->operands) args.push_back(element(u, at, identity ? linear : ""));
+      return expression(*a.op, args);
+    }
     case Access::Kind::Arange: {
       const std::string at = !linear.empty() && same_strides(a.strides, row_major(v->type.shape), v->type.shape)
                                  ? linear : affine(a.strides, idx);
@@ -270,6 +281,44 @@ void CLikeEmitter::declare_storage(const Value* v) {
 
 // --- expressions
 
+int CLikeEmitter::index_cost(const Value* v) const {
+  constexpr int kNo = 1 << 20;
+  if (auto it = index_cost_.find(v); it != index_cost_.end()) return it->second;
+  int cost = kNo;
+  if (!v->type.is_block()) {
+    cost = 0;  // a scalar: one variable
+  } else if (v->def) {
+    const Op& op = *v->def;
+    switch (op.code) {
+      case OpCode::Arange:
+      case OpCode::Splat:
+      case OpCode::Constant: cost = 0; break;
+      case OpCode::Broadcast:
+      case OpCode::ExpandDims:
+      case OpCode::Permute: cost = index_cost(op.operands[0]); break;
+      case OpCode::Pointwise:
+      case OpCode::Cast:
+      case OpCode::AddPtr:
+        cost = 1;
+        for (const Value* u : op.operands) cost = std::min(kNo, cost + index_cost(u));
+        break;
+      default: break;
+    }
+  }
+  index_cost_[v] = cost;
+  return cost;
+}
+
+bool CLikeEmitter::index_like(const Value* v) const { return v->type.is_block() && index_cost(v) <= 12; }
+
+CLikeEmitter::Access CLikeEmitter::expr_access(const Op& op) const {
+  Access a;
+  a.kind = Access::Kind::Expr;
+  a.op = &op;
+  for (int d = 0; d < op.result()->type.rank(); ++d) a.dims.push_back(d);
+  return a;
+}
+
 bool CLikeEmitter::elementwise(OpCode c) const {
   return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
          c == OpCode::Store || c == OpCode::AtomicAdd;
@@ -286,6 +335,12 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
       std::string args;
       for (size_t i = 0; i < a.size(); ++i) args += (i ? ", " : "") + a[i];
       if (fn == "nextafter_float16" || fn == "nextafter_bfloat16") return "ks::" + fn + "(" + args + ")";
+      if ((d == kInt32 || d == kInt64) && index_like(op.result())) {
+        // Index arithmetic: plain C, whose overflow the compiler may assume away (docs/tile.md).
+        if (op.prim == ops::OpId::add) return "(" + a[0] + " + " + a[1] + ")";
+        if (op.prim == ops::OpId::sub) return "(" + a[0] + " - " + a[1] + ")";
+        if (op.prim == ops::OpId::mul) return "(" + a[0] + " * " + a[1] + ")";
+      }
       const std::string call = "ks::" + fn + "<" + compute_type(d) + ">(" + args + ")";
       return round_16(call, op.result()->type.dtype);
     }
@@ -392,6 +447,8 @@ void CLikeEmitter::emit_region(const Region& r, const Targets* targets) {
           // Scalar memory ops keep their place among the block ones.
           if (op.code == OpCode::Load || op.code == OpCode::Store || op.code == OpCode::AtomicAdd) close_group(g);
           emit_scalar(op);
+        } else if (!op.results.empty() && index_like(op.result()) && g.open && g.shape != op.operands[0]->type.shape) {
+          access_[op.result()] = expr_access(op);  // index arithmetic of another shape: no loop of its own
         } else {
           add_to_group(g, op);
         }
@@ -418,11 +475,18 @@ void CLikeEmitter::add_to_group(Group& g, const Op& op) {
 
 void CLikeEmitter::close_group(Group& g) {
   if (!g.open) return;
-  std::set<const Value*> leaving;
+  std::set<const Value*> leaving;  // stored in a block: read after the loop (index arithmetic is recomputed)
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       for (const Op* u : users_[r])
-        if (!g.members.count(u)) leaving.insert(r);
+        if (!g.members.count(u) && !index_like(r)) leaving.insert(r);
+  bool work = false;  // a loop of nothing but index arithmetic (recomputed where read) is not written
+  for (const Op* op : g.ops) work = work || op->results.empty() || !index_like(op->result());
+  if (!work) {
+    for (const Op* op : g.ops) access_[op->result()] = expr_access(*op);
+    g = Group{};
+    return;
+  }
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (leaving.count(r)) declare(r, array_name(r));
@@ -436,16 +500,41 @@ void CLikeEmitter::close_group(Group& g) {
   }
   end_elements(g.shape);
   for (const Value* r : leaving) access_[r] = {Access::Kind::Array, array_name(r), 0, row_major(r->type.shape)};
+  for (const Op* op : g.ops)
+    for (const Value* r : op->results)
+      if (index_like(r)) access_[r] = expr_access(*op);
   if (!leaving.empty()) barrier();
   g = Group{};
 }
 
 void CLikeEmitter::emit_view(const Op& op, Group& g) {
   const Value* src = op.operands[0];
-  if (access_.at(src).kind == Access::Kind::Register) close_group(g);
   Access a = access_.at(src);
+  if (a.kind == Access::Kind::Register) {
+    if (index_like(src)) {
+      a = expr_access(*src->def);  // recomputed where the view is read: the loop stays open
+    } else {
+      close_group(g);
+      a = access_.at(src);
+    }
+  }
   const Type &in = src->type, &out = op.result()->type;
-  if (a.kind != Access::Kind::Uniform) {
+  if (a.kind == Access::Kind::Expr && op.code == OpCode::Reshape) {
+    materialize(src);
+    a = access_.at(src);
+  }
+  if (a.kind == Access::Kind::Expr) {
+    // The view's index, in the Expr's operands' dims.
+    std::vector<int> inv(out.shape.size(), -1);
+    if (op.code == OpCode::Permute)
+      for (size_t j = 0; j < op.order.size(); ++j) inv[size_t(op.order[j])] = int(j);
+    for (int& d : a.dims) {
+      if (d < 0) continue;
+      if (op.code == OpCode::Broadcast) d = in.shape[size_t(d)] == 1 ? -1 : d;
+      else if (op.code == OpCode::ExpandDims) d = d < op.axis ? d : d + 1;
+      else if (op.code == OpCode::Permute) d = inv[size_t(d)];
+    }
+  } else if (a.kind != Access::Kind::Uniform) {
     switch (op.code) {
       case OpCode::Broadcast:
         for (size_t d = 0; d < in.shape.size(); ++d)

@@ -47,12 +47,15 @@ class CLikeEmitter {
 
  protected:
   // How an element of a value is read. Strides map the value's multi-index to the linear index
-  // of what is read: an array (a block written by a loop) or an arange (start + that index).
+  // of what is read: an array (a block written by a loop) or an arange (start + that index). An
+  // Expr is recomputed where it is read: index arithmetic (index_like), too cheap to store.
   struct Access {
-    enum class Kind { Uniform, Register, Array, Arange } kind = Kind::Uniform;
+    enum class Kind { Uniform, Register, Array, Arange, Expr } kind = Kind::Uniform;
     std::string name;              // Uniform: a C expression; Register: the loop variable; Array: the array
     int64_t start = 0;             // Arange
     std::vector<int64_t> strides;  // Array, Arange: one per dim of the value
+    const Op* op = nullptr;        // Expr: the op to recompute,
+    std::vector<int> dims;         //   its operands' dim d read at the value's index dims[d] (-1: at 0)
   };
 
   // --- hooks
@@ -137,12 +140,20 @@ class CLikeEmitter {
   std::string expression(const Op& op, const std::vector<std::string>& args) const;
   std::string statement(const Op& op, const std::vector<std::string>& args, const std::string& result) const;
   bool elementwise(OpCode c) const;
+  // Whether a block is index arithmetic: computed elementwise (no loads) from program ids,
+  // aranges, scalars and constants, in a few ops. Such values are recomputed where they are read
+  // rather than stored, and their integer arithmetic may assume it does not overflow (so the
+  // compiler sees affine addresses and vectorizes the loads and stores they feed).
+  bool index_like(const Value* v) const;
+  int index_cost(const Value* v) const;
+  Access expr_access(const Op& op) const;  // op recomputed at the value's own index
 
   const Program* prog_ = nullptr;
   CodeWriter out_;
   std::map<const Value*, std::string> names_;
   std::map<const Value*, std::vector<const Op*>> users_;
   std::map<const Value*, Access> access_;
+  mutable std::map<const Value*, int> index_cost_;
   int64_t stack_bytes_ = 0;
 };
 
