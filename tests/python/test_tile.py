@@ -1,6 +1,8 @@
 """kiln.tile from Python: the seed's vector_add written as in the issue, a masked row softmax, a
 tiled matmul with a kernel-side K loop, against PyTorch; tracing, caching and errors."""
 import inspect
+import os
+import re
 
 import numpy as np
 import pytest
@@ -158,3 +160,12 @@ def test_text_form_and_passes_from_python():
     assert str(kiln.tile.parse(text)) == text
     c = kiln.tile.run_pipeline("default | c", text)
     assert "extern \"C\" void kiln_tile_vector_add" in c
+
+
+def test_the_docs_examples_run():
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "tile.md")
+    blocks = re.findall(r"```python\n(.*?)```", open(doc, encoding="utf-8").read(), flags=re.S)
+    assert len(blocks) >= 2
+    env = {"__name__": "docs_example"}
+    for i, code in enumerate(blocks):
+        exec(compile(code, f"{doc}:block{i}", "exec"), env)
