@@ -266,6 +266,7 @@ class JITFunction:
         sig = _inspect.signature(fn)
         self.params = list(sig.parameters)
         self.constexprs = frozenset(n for n, p in sig.parameters.items() if _is_constexpr(p.annotation))
+        self._const_flags = tuple(n in self.constexprs for n in self.params)
         self.defaults = {n: p.default for n, p in sig.parameters.items() if p.default is not _inspect.Parameter.empty}
         self.cache = {}
 
@@ -279,8 +280,10 @@ class JITFunction:
         return lambda *args, **kwargs: self.run(grid, args, kwargs)
 
     def _bind(self, args, kwargs):
-        num_warps = kwargs.pop("num_warps", 4)
-        num_stages = kwargs.pop("num_stages", 3)
+        num_warps = kwargs.pop("num_warps", 4) if kwargs else 4
+        num_stages = kwargs.pop("num_stages", 3) if kwargs else 3
+        if len(args) == len(self.params) and not kwargs:
+            return args, num_warps, num_stages
         if len(args) > len(self.params):
             raise TypeError(f"{self.__name__} takes {len(self.params)} arguments, got {len(args)}")
         values = list(args)
@@ -297,17 +300,23 @@ class JITFunction:
 
     def _key(self, values, num_warps, num_stages):
         key = [num_warps, num_stages]
-        for name, v in zip(self.params, values):
-            if name in self.constexprs:
+        for const, v in zip(self._const_flags, values):
+            t = type(v)
+            if const:
                 key.append(v)
+            elif t is _Tensor:
+                key.append(v.dtype)
+            elif t is int:
+                key.append("i32" if _I32_MIN <= v <= _I32_MAX else "i64")
+            elif t is float:
+                key.append("f32")
             elif isinstance(v, _Tensor):
                 key.append(v.dtype)
-            elif isinstance(v, float):
-                key.append("f32")
-            elif isinstance(v, int):
-                key.append("i32" if _I32_MIN <= v <= _I32_MAX else "i64")
+            elif isinstance(v, (int, float)):  # bool, numpy scalars
+                key.append("f32" if isinstance(v, float) else "i32" if _I32_MIN <= int(v) <= _I32_MAX else "i64")
             else:
-                raise TypeError(f"kiln.tile: {self.__name__}'s argument {name} is a {type(v).__name__}; a kernel "
+                name = self.params[len(key) - 3]
+                raise TypeError(f"kiln.tile: {self.__name__}'s argument {name} is a {t.__name__}; a kernel "
                                 "takes tensors, ints, floats and constexprs")
         return tuple(key)
 
@@ -362,7 +371,7 @@ class JITFunction:
             grid = grid(meta)
         if isinstance(grid, int):
             grid = (grid,)
-        k.launch(grid, [v for n, v in zip(self.params, values) if n not in self.constexprs])
+        k.launch(grid, [v for c, v in zip(self._const_flags, values) if not c] if self.constexprs else values)
 
 
 def jit(fn=None):

@@ -4,6 +4,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -48,21 +49,29 @@ std::string quote(const std::string& s) {
   throw Error(std::move(info));
 }
 
-// The process's folder, made on first use and removed at exit by the process that made it.
+// The process's folder, made on first use and emptied at exit by the process that made it, but
+// for the sources that failed to compile (kept for a look; the folder then stays).
 struct WorkDir {
   std::string path;
-  std::atomic<bool> keep{false};
+  std::mutex mu;
+  std::vector<std::string> failed;
   pid_t owner = getpid();
   WorkDir() {
     std::string tmpl = (std::filesystem::temp_directory_path() / "kiln-tile-XXXXXX").string();
     if (!mkdtemp(tmpl.data())) fail("cannot create a temporary folder for generated kernels under " + tmpl);
     path = tmpl;
   }
+  void keep(const std::string& file) {
+    std::lock_guard<std::mutex> lock(mu);
+    failed.push_back(file);
+  }
   ~WorkDir() {
     const char* env = std::getenv("KILN_TILE_KEEP");
-    if (getpid() != owner || keep || (env && *env && std::string(env) != "0")) return;
+    if (getpid() != owner || (env && *env && std::string(env) != "0")) return;
     std::error_code ec;
-    std::filesystem::remove_all(path, ec);
+    for (const auto& e : std::filesystem::directory_iterator(path, ec))
+      if (std::find(failed.begin(), failed.end(), e.path().string()) == failed.end()) std::filesystem::remove(e.path(), ec);
+    std::filesystem::remove(path, ec);  // only if empty
   }
 };
 WorkDir& dir() {
@@ -153,7 +162,7 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
   const Command r = run(cmd);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (r.status != 0) {
-    dir().keep = true;
+    dir().keep(src);
     std::string msg = r.output.size() > 8000 ? r.output.substr(0, 8000) + "\n[... cut]" : r.output;
     if (r.status == -1 || msg.empty()) msg = "(no output; is " + c.command + " installed? set KILN_CXX to a C++ compiler)";
     fail("the generated source " + src + " did not compile (" + c.command + "):\n" + msg,

@@ -41,8 +41,8 @@ class Library {
 // Writes `source` to <temp dir>/<stem>-<key>.cc, compiles and loads it. A compiler error throws
 // kiln::Error with the source file's path and the compiler's message (the file is kept).
 std::shared_ptr<Library> compile_source(const std::string& source, const std::string& stem);
-// The process's folder for generated sources and objects (removed at exit unless a compile
-// failed there or KILN_TILE_KEEP=1).
+// The process's folder for generated sources and objects (emptied and removed at exit, but for
+// sources that failed to compile; KILN_TILE_KEEP=1 keeps everything).
 const std::string& work_dir();
 
 }  // namespace kiln::tile::cpu

@@ -268,7 +268,7 @@ std::string CLikeEmitter::materialize(const Value* v) {
   declare(v, name);
   copy_into(name, v);
   barrier();
-  access_[v] = {Access::Kind::Array, name, 0, row_major(v->type.shape)};
+  access_[v] = Access::array(name, row_major(v->type.shape));
   return name;
 }
 
@@ -388,7 +388,7 @@ std::string CLikeEmitter::emit(const Program& p) {
   walk(p.body, [&](const Op& op) {
     for (const Value* v : op.operands) users_[v].push_back(&op);
   });
-  for (const Param& prm : p.params) access_[prm.value] = {Access::Kind::Uniform, cname(prm.value), 0, {}};
+  for (const Param& prm : p.params) access_[prm.value] = Access::uniform(cname(prm.value));
   out_.clear(1);
   emit_region(p.body, nullptr);
   const std::string body = out_.text();
@@ -426,11 +426,11 @@ void CLikeEmitter::emit_region(const Region& r, const Targets* targets) {
         close_group(g);
         emit_dot(op);
         break;
-      case OpCode::Arange: access_[op.result()] = {Access::Kind::Arange, "", op.start, {1}}; break;
-      case OpCode::Splat: access_[op.result()] = {Access::Kind::Uniform, element(op.operands[0], {}), 0, {}}; break;
+      case OpCode::Arange: access_[op.result()] = Access::arange(op.start); break;
+      case OpCode::Splat: access_[op.result()] = Access::uniform(element(op.operands[0], {})); break;
       case OpCode::Constant:
         if (op.result()->type.is_block()) {
-          access_[op.result()] = {Access::Kind::Uniform, literal(op.value, op.result()->type.dtype), 0, {}};
+          access_[op.result()] = Access::uniform(literal(op.value, op.result()->type.dtype));
           break;
         }
         emit_scalar(op);
@@ -470,7 +470,7 @@ void CLikeEmitter::add_to_group(Group& g, const Op& op) {
   g.ops.push_back(&op);
   g.members.insert(&op);
   g.writes = g.writes || writes;
-  for (const Value* r : op.results) access_[r] = {Access::Kind::Register, cname(r), 0, {}};
+  for (const Value* r : op.results) access_[r] = Access::reg(cname(r));
 }
 
 void CLikeEmitter::close_group(Group& g) {
@@ -499,7 +499,7 @@ void CLikeEmitter::close_group(Group& g) {
       if (leaving.count(r)) out_.line(array_name(r) + "[" + e.linear + "] = " + cname(r) + ";");
   }
   end_elements(g.shape);
-  for (const Value* r : leaving) access_[r] = {Access::Kind::Array, array_name(r), 0, row_major(r->type.shape)};
+  for (const Value* r : leaving) access_[r] = Access::array(array_name(r), row_major(r->type.shape));
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (index_like(r)) access_[r] = expr_access(*op);
@@ -564,7 +564,7 @@ void CLikeEmitter::emit_scalar(const Op& op) {
   std::vector<std::string> args;
   for (const Value* v : op.operands) args.push_back(element(v, {}));
   out_.line(statement(op, args, op.results.empty() ? "" : cname(op.result())) + origin_comment(op));
-  for (const Value* r : op.results) access_[r] = {Access::Kind::Uniform, cname(r), 0, {}};
+  for (const Value* r : op.results) access_[r] = Access::uniform(cname(r));
 }
 
 void CLikeEmitter::emit_for(const Op& op) {
@@ -581,10 +581,10 @@ void CLikeEmitter::emit_for(const Op& op) {
   const std::string i = cname(iv);
   out_.open("for (" + compute_type(iv->type.dtype) + " " + i + " = " + lo + "; " + i + " < " + hi + "; " + i + " += " +
             step + ")");
-  access_[iv] = {Access::Kind::Uniform, i, 0, {}};
+  access_[iv] = Access::uniform(i);
   for (const Value* arg : t.values)
-    access_[arg] = arg->type.is_block() ? Access{Access::Kind::Array, array_name(arg), 0, row_major(arg->type.shape)}
-                                        : Access{Access::Kind::Uniform, cname(arg), 0, {}};
+    access_[arg] = arg->type.is_block() ? Access::array(array_name(arg), row_major(arg->type.shape))
+                                        : Access::uniform(cname(arg));
   out_.line("// for" + origin_suffix(op));
   emit_region(body, &t);
   out_.close();
@@ -607,22 +607,31 @@ void CLikeEmitter::emit_if(const Op& op) {
   }
   out_.close();
   for (const Value* r : op.results)
-    access_[r] = r->type.is_block() ? Access{Access::Kind::Array, array_name(r), 0, row_major(r->type.shape)}
-                                    : Access{Access::Kind::Uniform, cname(r), 0, {}};
+    access_[r] = r->type.is_block() ? Access::array(array_name(r), row_major(r->type.shape))
+                                    : Access::uniform(cname(r));
 }
 
 void CLikeEmitter::emit_yield(const Op& op, const Targets& t) {
-  // A yielded value that reads another target (a swap), or its own through a view, would see a
-  // target already overwritten: such yields go through temporaries.
+  // A yielded value whose expression reads a target it does not itself replace element by
+  // element (a swap, a view of its own target, a scalar read by another yielded value) would see
+  // that target already overwritten: such yields go through temporaries.
+  auto mentions = [](const std::string& text, const std::string& name) {
+    auto ident = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    for (size_t at = text.find(name); at != std::string::npos; at = text.find(name, at + 1))
+      if ((at == 0 || !ident(text[at - 1])) && (at + name.size() == text.size() || !ident(text[at + name.size()]))) return true;
+    return false;
+  };
   bool hazard = false;
+  std::vector<bool> unchanged(op.operands.size(), false);
   for (size_t k = 0; k < op.operands.size(); ++k) {
-    const Access& a = access_.at(op.operands[k]);
-    for (size_t j = 0; j < t.values.size(); ++j) {
-      if (a.name != storage_name(t.values[j]) || a.kind == Access::Kind::Register) continue;
-      const bool same_place = j == k && (a.kind == Access::Kind::Uniform ||
-                                         same_strides(a.strides, row_major(op.operands[k]->type.shape), op.operands[k]->type.shape));
-      if (!same_place) hazard = true;
-    }
+    const Value* v = op.operands[k];
+    std::vector<std::string> idx;
+    for (int d = 0; d < v->type.rank(); ++d) idx.push_back("_i" + std::to_string(d));
+    const std::string own = storage_name(t.values[k]);
+    const std::string text = element(v, idx, v->type.is_block() ? "_i" : "");
+    unchanged[k] = text == (v->type.is_block() ? own + "[_i]" : own);
+    for (size_t j = 0; j < t.values.size(); ++j)
+      if (mentions(text, storage_name(t.values[j])) && !(j == k && unchanged[k])) hazard = true;
   }
   std::vector<std::string> from(op.operands.size());
   for (size_t k = 0; k < op.operands.size(); ++k) {
@@ -646,8 +655,7 @@ void CLikeEmitter::emit_yield(const Op& op, const Targets& t) {
       }
       continue;
     }
-    const Access& a = access_.at(v);
-    if (a.name == target) continue;  // the carried value, unchanged
+    if (unchanged[k]) continue;  // the carried value, as it is
     copy_into(target, v);
   }
   barrier();
@@ -719,7 +727,7 @@ void CLikeEmitter::emit_reduce(const Op& op) {
       end_elements(out_shape);
     }
     barrier();
-    access_[r] = {Access::Kind::Array, res, 0, row_major(out_shape)};
+    access_[r] = Access::array(res, row_major(out_shape));
     return;
   }
 
@@ -782,8 +790,8 @@ void CLikeEmitter::emit_reduce(const Op& op) {
   else out_.line(res + " = " + result + ";");
   close_loops(loops == 0 ? 1 : loops);
   barrier();
-  access_[r] = r->type.is_block() ? Access{Access::Kind::Array, res, 0, row_major(r->type.shape)}
-                                  : Access{Access::Kind::Uniform, res, 0, {}};
+  access_[r] = r->type.is_block() ? Access::array(res, row_major(r->type.shape))
+                                  : Access::uniform(res);
 }
 
 void CLikeEmitter::emit_scan(const Op& op) {
@@ -797,6 +805,7 @@ void CLikeEmitter::emit_scan(const Op& op) {
   out_.line("// " + op.name() + " along axis " + std::to_string(axis) + origin_suffix(op));
   declare(r, res);
   const std::vector<std::string> j = open_loops(shape, "_j");
+  if (loop_count(shape) == 0) out_.open("");  // _x's own scope
   const std::vector<int64_t> rm = row_major(shape);
   const std::string lin = affine(rm, j);
   std::string fn;
@@ -812,14 +821,14 @@ void CLikeEmitter::emit_scan(const Op& op) {
   else
     out_.line(res + "[" + lin + "] = " + j[axis] + " == 0 ? _x : ks::" + fn + "<" + t + ">(" + res + "[" + lin + " - " +
               std::to_string(rm[axis]) + "], _x);");
-  close_loops(loop_count(shape));
+  close_loops(loop_count(shape) == 0 ? 1 : loop_count(shape));
   if (d == kFloat16 || d == kBFloat16) {
     const ElementIndex e = begin_elements(shape);
     out_.line(res + "[" + e.linear + "] = " + round_16(res + "[" + e.linear + "]", d) + ";");
     end_elements(shape);
   }
   barrier();
-  access_[r] = {Access::Kind::Array, res, 0, rm};
+  access_[r] = Access::array(res, rm);
 }
 
 void CLikeEmitter::emit_dot(const Op& op) {
@@ -850,7 +859,7 @@ void CLikeEmitter::emit_dot(const Op& op) {
   out_.close();
   out_.close();
   barrier();
-  access_[r] = {Access::Kind::Array, res, 0, row_major(r->type.shape)};
+  access_[r] = Access::array(res, row_major(r->type.shape));
 }
 
 }  // namespace kiln::tile

@@ -56,6 +56,13 @@ class CLikeEmitter {
     std::vector<int64_t> strides;  // Array, Arange: one per dim of the value
     const Op* op = nullptr;        // Expr: the op to recompute,
     std::vector<int> dims;         //   its operands' dim d read at the value's index dims[d] (-1: at 0)
+
+    static Access uniform(std::string expr) { return {Kind::Uniform, std::move(expr), 0, {}, nullptr, {}}; }
+    static Access reg(std::string name) { return {Kind::Register, std::move(name), 0, {}, nullptr, {}}; }
+    static Access array(std::string name, std::vector<int64_t> strides) {
+      return {Kind::Array, std::move(name), 0, std::move(strides), nullptr, {}};
+    }
+    static Access arange(int64_t start) { return {Kind::Arange, "", start, {1}, nullptr, {}}; }
   };
 
   // --- hooks

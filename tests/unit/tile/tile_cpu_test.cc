@@ -215,6 +215,28 @@ TEST(TileCpu, LoopsAndBranches) {
   EXPECT_EQ(out_t.to_vector<int64_t>(), (std::vector<int64_t>{90, 46, 90, 48, 90}));
 }
 
+TEST(TileCpu, CarriedValuesThatReadEachOther) {
+  // A swap of two carried blocks, and a block computed from a carried scalar that the same yield
+  // replaces: every yielded value is computed from the values before the yield.
+  Builder b("swap");
+  auto out = b.arg_ptr("out", kFloat32), outi = b.arg_ptr("outi", kInt32);
+  auto n = b.arg_int("n");
+  auto offs = b.arange(0, 4);
+  auto r = b.for_loop(0, n, 1, {b.full({4}, 1.0, kFloat32), b.full({4}, 2.0, kFloat32), b.constant(Scalar(int64_t(0))), offs},
+                      [&](Val, const std::vector<Val>& c) {
+                        return std::vector<Val>{c[1], c[0], c[2] + 1, offs + c[2]};
+                      });
+  b.store(out + offs, r[0]);
+  b.store(out + 4 + offs, r[1]);
+  b.store(outi + offs, r[3]);
+  b.store(outi + 4, r[2]);
+  cpu::Kernel k = cpu::compile(b.finish());
+  Tensor o = zeros({8}), oi = zeros({5}, kInt32);
+  k(Grid(1), o, oi, 3);
+  EXPECT_EQ(o.to_vector<float>(), (std::vector<float>{2, 2, 2, 2, 1, 1, 1, 1}));
+  EXPECT_EQ(oi.to_vector<int32_t>(), (std::vector<int32_t>{2, 3, 4, 5, 3}));
+}
+
 TEST(TileCpu, PassesDoNotChangeResults) {
   // Constants folded at compile time (with the scalar header on the host) give what the
   // generated code computes at run time.
@@ -384,6 +406,7 @@ TEST(TileCpu, ACompileErrorNamesTheSourceAndTheCompilersMessage) {
     ASSERT_NE(at, std::string::npos) << what;
     const std::string path = what.substr(at, what.find(".cc", at) + 3 - at);
     EXPECT_TRUE(std::filesystem::exists(path)) << path;  // kept for a look
+    std::filesystem::remove(path);
   }
 }
 
