@@ -32,7 +32,7 @@ int main(int argc, char** argv) {
 
   Tensor xs = randn({n}), ys = randn({n}), outs = empty({n});
   k(tile::cpu::Grid(tile::cdiv(n, BLOCK)), xs, ys, outs, n);
-  const bool same = equal(outs, xs + ys);
+  const bool same = eq(outs, xs + ys).all().item<bool>();
   std::cout << "n = " << n << ": " << (same ? "equal to x + y" : "DIFFERS from x + y") << "\n";
   return same ? 0 : 1;
 }
