@@ -52,11 +52,7 @@ Builder& builder_of(const PyVal& v) { return nb::cast<PyBuilder&>(v.builder).get
 Operand operand(nb::handle h, const char* what) {
   if (nb::isinstance<PyVal>(h)) return Operand(nb::cast<const PyVal&>(h).v);
   if (PyBool_Check(h.ptr())) return Operand(h.ptr() == Py_True);
-  if (is_py_number(h) || PyIndex_Check(h.ptr())) {
-    const Scalar s = to_scalar(h);
-    if (s.is_float()) return Operand(s.to_double());
-    return Operand(s.to_int());
-  }
+  if (is_py_number(h) || PyIndex_Check(h.ptr())) return Operand(to_scalar(h));
   throw nb::type_error(("kiln.tile: " + std::string(what) + " must be a traced value or a number, not " +
                         py_type_name(h)).c_str());
 }

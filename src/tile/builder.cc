@@ -222,8 +222,7 @@ Val Builder::arange(int64_t start, int64_t end, SourceLoc loc) {
 }
 
 Val Builder::constant(Scalar v, std::optional<DType> d, SourceLoc loc) {
-  Operand x(v.is_bool() ? Operand(v.to_bool(), loc) : v.is_float() ? Operand(v.to_double(), loc) : Operand(v.to_int(), loc));
-  return lit(x, d ? *d : natural_dtype(v), loc);
+  return lit(Operand(v, loc), d ? *d : natural_dtype(v), loc);
 }
 
 Val Builder::full(std::vector<int64_t> shape, Scalar v, DType d, SourceLoc loc) {

@@ -69,6 +69,7 @@ struct Operand {
     else if constexpr (std::is_floating_point_v<T>) lit = Scalar(double(x));
     else lit = Scalar(int64_t(x));
   }
+  explicit Operand(const Scalar& s, SourceLoc l = SourceLoc::current()) : lit(s), is_lit(true), loc(l) {}
 };
 
 class Builder {

@@ -699,7 +699,7 @@ void CLikeEmitter::emit_reduce(const Op& op) {
 
   if (!arg && axis + 1 < rank) {
     // Along an outer axis: accumulate rows into the result, elementwise (vectorizes over the
-    // inner dims; the order of additions is the loop's, as eager's).
+    // inner dims).
     std::vector<int64_t> out_shape = r->type.shape;
     {
       const ElementIndex e = begin_elements(out_shape);
