@@ -100,21 +100,30 @@ std::string Scalar::str() const {
 }
 std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.str(); }
 
-Device::Device(const char* spec) {
-  std::string s = spec;
-  if (s == "cpu") {
-    type = DeviceType::CPU;
-  } else if (s.rfind("cuda", 0) == 0) {
-    type = DeviceType::CUDA;
-    if (s.size() > 4) {
-      KILN_CHECK(s[4] == ':' && s.size() > 5, "bad device string '", s, "'");
-      index = int16_t(std::stoi(s.substr(5)));
-    }
-  } else {
-    detail::fail("bad device string '" + s + "'", "use \"cpu\", \"cuda\" or \"cuda:N\"");
-  }
+const char* name(DeviceType t) {
+  static const char* const names[kNumDeviceTypes] = {"cpu", "cuda", "privateuseone"};
+  return names[int(t)];
 }
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+
+Device::Device(const char* spec) {
+  const std::string s = spec;
+  const size_t colon = s.find(':');
+  const std::string type_name = s.substr(0, colon);
+  int t = 0;
+  while (t < kNumDeviceTypes && type_name != name(DeviceType(t))) ++t;
+  int64_t idx = 0;
+  bool ok = t < kNumDeviceTypes;
+  if (ok && colon != std::string::npos) {  // ":N", N a small non-negative integer
+    const std::string digits = s.substr(colon + 1);
+    ok = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (ok) idx = std::stoi(digits);
+  }
+  ok = ok && !(DeviceType(t) == DeviceType::CPU && idx != 0);  // one host
+  if (!ok) detail::fail("bad device string '" + s + "'", "use \"cpu\", \"cuda\" or \"cuda:N\"");
+  type = DeviceType(t);
+  index = int16_t(idx);
+}
+std::string Device::str() const { return is_cpu() ? "cpu" : std::string(name(type)) + ":" + std::to_string(index); }
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
 }  // namespace kiln

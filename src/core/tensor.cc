@@ -4,31 +4,27 @@
 #include <cstdlib>
 
 #include "autograd/engine.h"
-#include "core/allocator.h"
 #include "core/tensor_impl.h"
 #include "eager/cpu/loops.h"
 #include "ops/dispatch.h"
+#include "runtime/device.h"
 
 namespace kiln {
 
 // ------------------------------------------------------------------------------ Storage
 Storage::~Storage() {
-  if (deleter && data) {
-    deleter(data);
-    if (device.is_cpu()) cpu_track_live(-ptrdiff_t(nbytes));
-  }
+  if (owned && data) runtime::find_device(device.type)->deallocate(data, nbytes, device.index);
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  KILN_CHECK(device.is_cpu(), "allocating on ", device.str(), ": this build of kiln has no CUDA runtime yet");
+  runtime::DeviceInterface& dev = runtime::device_interface(device.type);  // a kiln::Error if none
   auto s = std::make_shared<Storage>();
   s->nbytes = nbytes;
   s->device = device;
   if (nbytes > 0) {
-    s->data = cpu_alloc(nbytes);
-    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
-    s->deleter = cpu_deleter(nbytes);
-    cpu_track_live(ptrdiff_t(nbytes));
+    s->data = dev.allocate(nbytes, device.index);
+    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes", device.is_cpu() ? "" : " on " + device.str());
+    s->owned = true;
   }
   return s;
 }

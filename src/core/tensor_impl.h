@@ -11,16 +11,17 @@ struct Node;
 struct AutogradMeta;
 }  // namespace autograd
 
-// A block of memory shared by a tensor and its views. A fake storage has no memory: it backs
-// fake tensors, which carry metadata only (capture runs user code on them).
+// A block of memory shared by a tensor and its views, on its device (allocated and freed
+// through the device's runtime::DeviceInterface). A fake storage has no memory: it backs fake
+// tensors, which carry metadata only (capture runs user code on them).
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
   bool fake = false;
+  bool owned = false;    // allocated here, freed by the destructor; false: borrowed (from_blob)
   uint64_t version = 0;  // bumped by every in-place write; autograd checks saved tensors with it
-  void (*deleter)(void*) = nullptr;  // null: memory is borrowed (from_blob)
-  std::shared_ptr<void> owner;       // keeps borrowed memory alive (e.g. a file mapping)
+  std::shared_ptr<void> owner;  // keeps borrowed memory alive (e.g. a file mapping)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   static std::shared_ptr<Storage> make_fake(Device device);

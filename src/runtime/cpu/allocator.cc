@@ -1,4 +1,4 @@
-#include "core/allocator.h"
+#include "runtime/cpu/allocator.h"
 
 #include <sys/mman.h>
 
@@ -7,7 +7,7 @@
 #include <mutex>
 #include <unordered_map>
 
-namespace kiln {
+namespace kiln::runtime::cpu {
 namespace {
 
 constexpr size_t kLarge = size_t(1) << 20;      // blocks from here on are cached
@@ -21,14 +21,12 @@ struct Cache {
   size_t idle_bytes = 0;
 };
 
-std::atomic<size_t> g_allocated{0}, g_blocks{0};
+std::atomic<size_t> g_allocated{0}, g_blocks{0};  // totals since the process started
 
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: static tensors free their storage at exit
   return *c;
 }
-
-}  // namespace
 
 // Under AddressSanitizer every block goes straight back to the system: a cached block would hide
 // a use after free from it.
@@ -38,27 +36,18 @@ constexpr bool kBypassCache = true;
 constexpr bool kBypassCache = false;
 #endif
 
-namespace {
 std::atomic<size_t> g_live{0}, g_peak{0};
-}  // namespace
 
-void cpu_track_live(ptrdiff_t delta) {
+void track_live(ptrdiff_t delta) {
   size_t now = g_live.fetch_add(size_t(delta), std::memory_order_relaxed) + size_t(delta);
   size_t peak = g_peak.load(std::memory_order_relaxed);
   while (now > peak && !g_peak.compare_exchange_weak(peak, now, std::memory_order_relaxed)) {
   }
 }
-size_t cpu_live_bytes() { return g_live.load(std::memory_order_relaxed); }
-size_t cpu_peak_bytes() { return g_peak.load(std::memory_order_relaxed); }
-void cpu_reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
-size_t cpu_allocated_bytes() { return g_allocated.load(std::memory_order_relaxed); }
-size_t cpu_allocated_blocks() { return g_blocks.load(std::memory_order_relaxed); }
+bool cached(size_t nbytes) { return nbytes >= kLarge && !kBypassCache; }
 
-void* cpu_alloc(size_t nbytes) {
-  g_allocated.fetch_add(nbytes, std::memory_order_relaxed);
-  g_blocks.fetch_add(1, std::memory_order_relaxed);
-  if (nbytes < kLarge || kBypassCache) return std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+void* allocate_large(size_t nbytes) {
   const size_t size = (nbytes + kHugePage - 1) / kHugePage * kHugePage;
   Cache& c = cache();
   {
@@ -87,12 +76,7 @@ void* cpu_alloc(size_t nbytes) {
   return p;
 }
 
-static void free_small(void* p) { std::free(p); }
-
-void (*cpu_deleter(size_t nbytes))(void*) { return nbytes < kLarge || kBypassCache ? free_small : cpu_free; }
-
-void cpu_free(void* p) {
-  if (!p) return;
+void deallocate_large(void* p) {
   Cache& c = cache();
   {
     std::lock_guard<std::mutex> lock(c.m);
@@ -109,5 +93,36 @@ void cpu_free(void* p) {
   }
   std::free(p);
 }
+}  // namespace
 
-}  // namespace kiln
+void* allocate(size_t nbytes) {
+  static_assert(kAlignment == 64, "the small-block path below aligns to 64 bytes");
+  g_allocated.fetch_add(nbytes, std::memory_order_relaxed);
+  g_blocks.fetch_add(1, std::memory_order_relaxed);
+  void* p = cached(nbytes) ? allocate_large(nbytes) : std::aligned_alloc(64, (nbytes + 63) / 64 * 64);
+  if (p) track_live(ptrdiff_t(nbytes));
+  return p;
+}
+
+void deallocate(void* p, size_t nbytes) {
+  if (!p) return;
+  track_live(-ptrdiff_t(nbytes));
+  if (cached(nbytes)) deallocate_large(p);
+  else std::free(p);
+}
+
+MemoryStats memory_stats() {
+  MemoryStats s;
+  s.allocated_bytes = g_allocated.load(std::memory_order_relaxed);
+  s.allocated_blocks = g_blocks.load(std::memory_order_relaxed);
+  s.live_bytes = g_live.load(std::memory_order_relaxed);
+  s.peak_bytes = g_peak.load(std::memory_order_relaxed);
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.m);
+  s.cached_bytes = c.idle_bytes;
+  return s;
+}
+
+void reset_peak() { g_peak.store(g_live.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+}  // namespace kiln::runtime::cpu
