@@ -9,6 +9,11 @@ namespace kiln {
 namespace autograd {
 struct Node;
 struct AutogradMeta;
+// Core holds a tensor's autograd state without knowing its type: autograd, the layer above,
+// defines this deleter and TensorImpl::autograd_meta() (src/autograd/attach.cc).
+struct AutogradMetaDeleter {
+  void operator()(AutogradMeta* m) const;
+};
 }  // namespace autograd
 
 // A block of memory shared by a tensor and its views, on its device (allocated and freed
@@ -48,14 +53,14 @@ class TensorImpl {
   std::unique_ptr<SymLayout> sym;
   DType dtype = DType::Float32;
   bool wrapped_number = false;
-  std::unique_ptr<autograd::AutogradMeta> autograd;
+  std::unique_ptr<autograd::AutogradMeta, autograd::AutogradMetaDeleter> autograd;
 
   TensorImpl();
   ~TensorImpl();
   int64_t numel() const;
   bool is_contiguous() const;
   Device device() const { return storage->device; }
-  char* data() const;  // throws for fake tensors
+  char* data() const;  // throws for fake tensors; memory on device(), not always the host's
   // Points this tensor at src's data and layout (PyTorch's `p.data = src`): every handle to this
   // TensorImpl, its autograd state and grad slot stay as they are.
   void adopt_data(const TensorImpl& src);
@@ -75,6 +80,8 @@ struct TensorHooks {
   void (*concretize)(const TensorImpl* t) = nullptr;
 };
 TensorHooks& tensor_hooks();
+// User code reads a real tensor's values (item(), to_vector()): calls real_data if set.
+void note_values_read(const TensorImpl* t);
 
 Shape contiguous_strides(const Shape& sizes);
 SymShape contiguous_strides(const SymShape& sizes);

@@ -1,18 +1,26 @@
-// The dispatcher: capture interceptor -> autograd -> backend (kernel, view, or decomposition).
+// The dispatcher: capture interceptor -> autograd (through its hooks) -> backend (kernel, view, or
+// decomposition).
 #include "ops/dispatch.h"
 
 #include <kiln/autocast.h>
-#include <kiln/autograd.h>
+#include <kiln/grad_mode.h>
 
-#include "autograd/engine.h"
-#include "ops/applies.h"
 #include "core/tensor_impl.h"
-#include "eager/cpu/loops.h"
+#include "ops/applies.h"
+#include "runtime/device.h"
 
 namespace kiln::ops {
 namespace {
-thread_local const SourceLoc* t_site = nullptr;
 thread_local DispatchMode* t_mode = nullptr;
+
+// Until autograd installs its hooks, calls record nothing.
+AutogradHooks g_autograd = {
+    [](const Args&) { return false; },
+    [](const Args& a) { return call_backend(a); },
+    [](const Tensor&) {},
+    [](const Tensor&, const Tensor&) {},
+    [](const Tensor&, const Tensor&) {},
+};
 
 std::string describe_inputs(const Args& a) {
   std::string s;
@@ -53,13 +61,13 @@ Device common_device(const Args& a) {
 }
 }  // namespace
 
-CallSite::CallSite(const SourceLoc& loc) : owner_(t_site == nullptr) {
-  if (owner_) t_site = &loc;
+bool set_autograd_hooks(const AutogradHooks& hooks) {
+  KILN_CHECK(hooks.any_requires_grad && hooks.call_with_grad && hooks.before_inplace_write && hooks.note_view &&
+                 hooks.save_before_overwrite,
+             "set_autograd_hooks: every hook must be set");
+  g_autograd = hooks;
+  return true;
 }
-CallSite::~CallSite() {
-  if (owner_) t_site = nullptr;
-}
-const SourceLoc* current_call_site() { return t_site; }
 
 DispatchMode* dispatch_mode() { return t_mode; }
 
@@ -101,12 +109,12 @@ std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
       if (auto r = t_mode->intercept(a)) return std::move(*r);
     }
     const OpInfo& info = op_info(op);
-    if (info.flags & MUTATES) autograd::before_inplace_write(a.tensor(0));
+    if (info.flags & MUTATES) g_autograd.before_inplace_write(a.tensor(0));
     std::vector<Tensor> outs;
-    if (is_grad_enabled() && autograd::any_requires_grad(a)) {
+    if (is_grad_enabled() && g_autograd.any_requires_grad(a)) {
       if (info.differentiable()) {
         if (info.flags & MUTATES) a.tensor(0).impl()->storage->version++;  // before the node saves versions
-        return autograd::call_with_grad(a);
+        return g_autograd.call_with_grad(a);
       }
       // Not differentiable: its outputs never require grad, whatever its inputs do.
       NoGradGuard no_grad;
@@ -114,7 +122,7 @@ std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
     } else {
       outs = call_backend(a);
       // In-place writes into the view with grad mode on must reach the base (autograd rebases it).
-      if (info.kind == OpKind::VIEW && is_grad_enabled()) autograd::note_view(a.tensor(0), outs.at(0));
+      if (info.kind == OpKind::VIEW && is_grad_enabled()) g_autograd.note_view(a.tensor(0), outs.at(0));
     }
     if (info.flags & MUTATES) a.tensor(0).impl()->storage->version++;
     return outs;
@@ -143,15 +151,17 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name) {
                   name, ": result type ", kiln::name(result.dtype()), " can't be cast to the desired output type ",
                   kiln::name(self.dtype()));
   // Fast path for plain eager tensors (no autograd state, recording, autocast, fakes or shared
-  // memory): copy the data straight in and bump the version as copy_ would, without dispatching.
+  // memory), dense and of one dtype and device: copy the bytes straight in through the device
+  // interface and bump the version as copy_ would, without dispatching.
   const TensorImpl *s = self.impl(), *r = result.impl();
   if (!t_mode && !autocast_dtype() && !s->autograd && !r->autograd && !s->storage->fake && !r->storage->fake &&
-      s->storage != r->storage && s->dtype == r->dtype && !s->sym && !r->sym) {
-    eager::cpu::copy_into(self, result);
+      s->storage != r->storage && s->dtype == r->dtype && !s->sym && !r->sym && s->device() == r->device() &&
+      s->is_contiguous() && r->is_contiguous()) {
+    runtime::copy_bytes(s->data(), s->device(), r->data(), r->device(), size_t(s->numel()) * itemsize(s->dtype));
     s->storage->version++;
     return self;
   }
-  if (is_grad_enabled()) autograd::save_before_overwrite(self, result);
+  if (is_grad_enabled()) g_autograd.save_before_overwrite(self, result);
   copy_(self, result);
   return self;
 }

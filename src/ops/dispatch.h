@@ -14,6 +14,8 @@
 #include <variant>
 #include <vector>
 
+#include "core/call_site.h"
+
 namespace kiln::ops {
 
 enum class OpId : uint16_t {
@@ -119,6 +121,17 @@ void apply_autocast(Args& a);
 // Below autograd: meta + kernel (or views, or the decomposition); fake inputs give fake outputs.
 std::vector<Tensor> call_backend(const Args& a);
 
+// Autograd sits above ops and attaches here: src/autograd/attach.cc installs these functions
+// at static initialization. Until then (or without autograd) calls record no history.
+struct AutogradHooks {
+  bool (*any_requires_grad)(const Args& a) = nullptr;        // does this call record a node?
+  std::vector<Tensor> (*call_with_grad)(const Args& a) = nullptr;  // runs it and records the node
+  void (*before_inplace_write)(const Tensor& self) = nullptr;
+  void (*note_view)(const Tensor& base, const Tensor& view) = nullptr;  // a view made with grad on
+  void (*save_before_overwrite)(const Tensor& self, const Tensor& result) = nullptr;
+};
+bool set_autograd_hooks(const AutogradHooks& hooks);  // returns true, for static registration
+
 // An interceptor for every op call (capture installs one to record graphs). Returns nullopt to
 // let the call proceed normally.
 struct DispatchMode {
@@ -134,18 +147,10 @@ struct SuspendDispatchMode {
   ~SuspendDispatchMode() { set_dispatch_mode(prev); }
 };
 
-// The user's source location for errors: the outermost public call on this thread sets it.
-class CallSite {
- public:
-  explicit CallSite(const SourceLoc& loc);
-  ~CallSite();
-  CallSite(const CallSite&) = delete;
-  CallSite& operator=(const CallSite&) = delete;
-
- private:
-  bool owner_;
-};
-const SourceLoc* current_call_site();
+// The user's source location for errors lives in core (core/call_site.h); ops code names it
+// ops::CallSite as before.
+using kiln::CallSite;
+using kiln::current_call_site;
 
 // --- boxing helpers used by the generated API (ops_gen.cc)
 inline Arg box(const Tensor& t) { return t.defined() ? Arg(t) : Arg(); }
