@@ -1,5 +1,5 @@
-// The dispatcher: capture interceptor -> autograd (through its hooks) -> backend (kernel, view, or
-// decomposition).
+// The dispatcher: capture interceptor -> autograd (through its hooks) -> backend (the kernel of
+// the inputs' device, a view, or the decomposition).
 #include "ops/dispatch.h"
 
 #include <kiln/autocast.h>
@@ -27,6 +27,7 @@ std::string describe_inputs(const Args& a) {
   for (const Tensor& t : a.tensor_inputs()) {
     if (!s.empty()) s += ", ";
     s += std::string(name(t.dtype())) + shape_str(t.sym_sizes());
+    if (!t.device().is_cpu()) s += " on " + t.device().str();
   }
   return s;
 }
@@ -46,18 +47,77 @@ bool any_tensor(const Args& a, F f) {
   return false;
 }
 
-bool any_fake(const Args& a) {
-  return any_tensor(a, [](const Tensor& t) { return t.impl()->storage->fake; });
+// What the backend needs to know of the tensor arguments, from one walk over them.
+struct Inputs {
+  bool any = false;             // some tensor argument
+  bool fake = false;            // some fake one
+  Device device;                // where the op runs (CPU when all are 0-d CPU tensors)
+  std::optional<Device> other;  // a second device among them (mixing devices is an error)
+};
+
+Inputs scan_inputs(const Args& a) {
+  Inputs in;
+  bool placed = false;  // the device was set by a tensor other than a 0-d CPU tensor
+  any_tensor(a, [&](const Tensor& t) {
+    const TensorImpl* i = t.impl();
+    in.any = true;
+    in.fake |= i->storage->fake;
+    const Device d = i->storage->device;
+    if (d.is_cpu() && i->sizes.empty()) return false;  // a 0-d CPU tensor (or number) joins any device
+    if (!placed) in.device = d, placed = true;
+    else if (!(d == in.device) && !in.other) in.other = d;
+    return false;
+  });
+  return in;
 }
 
-Device common_device(const Args& a) {
-  Device dev = kCPU;
-  any_tensor(a, [&](const Tensor& t) {
-    if (t.is_wrapped_number()) return false;
-    dev = t.device();
-    return true;
-  });
-  return dev;
+[[noreturn]] void fail_mixed_devices(const Inputs& in) {
+  detail::fail("expected all tensors on one device, got " + in.device.str() + " and " + in.other->str(),
+               "move them to one device first with .to(device) (e.g. b.to(a.device())); only 0-d CPU tensors "
+               "and numbers may join tensors on another device");
+}
+
+[[noreturn]] void fail_no_kernel(const OpInfo& info, Device dev) {
+  detail::fail(std::string(info.name) + " has no kernel for " + dev.str(),
+               runtime::find_device(dev.type)
+                   ? "compute it on the CPU (.cpu(), then .to(device) for the result), or register a kernel for "
+                     "the device (ops::register_kernel(op, DeviceType, fn), docs/devices.md)"
+                   : std::string("no device backend for ") + name(dev.type) + " is registered in this build");
+}
+
+// The bytes a tensor's elements span, from its first element (strides are never negative).
+size_t span_bytes(const Tensor& t) {
+  if (t.numel() == 0) return 0;
+  int64_t last = 0;
+  for (int64_t d = 0; d < t.dim(); ++d) last += (t.size(d) - 1) * t.stride(d);
+  return size_t(last + 1) * t.element_size();
+}
+
+// A CPU tensor with t's layout and (when `fetch`) values: t itself on the CPU; else a host copy
+// of the bytes t spans, viewed with t's sizes and strides.
+Tensor host_view(const Tensor& t, bool fetch) {
+  if (t.device().is_cpu()) return t;
+  const size_t bytes = span_bytes(t);
+  Tensor block = make_tensor({int64_t(bytes)}, kUInt8);
+  if (fetch) runtime::copy_bytes(block.data_ptr(), kCPU, t.data_ptr(), t.device(), bytes);
+  return make_view(block, TensorSpec{t.sym_sizes(), t.sym_strides(), 0, t.dtype(), kCPU});
+}
+
+// copy_ between devices: the bytes move through the device interface, and whatever else the
+// copy does (casting, broadcasting, strided layouts) runs on the host as the CPU's copy_, so a
+// device needs no kernel to have tensors moved on and off it.
+std::vector<Tensor> copy_between_devices(const Tensor& dst, const Tensor& src) {
+  if (dst.dtype() == src.dtype() && dst.sizes() == src.sizes() && dst.is_contiguous() && src.is_contiguous()) {
+    runtime::copy_bytes(dst.data_ptr(), dst.device(), src.data_ptr(), src.device(),
+                        size_t(dst.numel()) * dst.element_size());
+    return {dst};
+  }
+  const Tensor host_src = host_view(src, true);
+  const Tensor host_dst = host_view(dst, !dst.is_contiguous());  // a dense destination is overwritten whole
+  call_backend(Args{OpId::copy_, {host_dst, host_src}});
+  if (!dst.device().is_cpu())
+    runtime::copy_bytes(dst.data_ptr(), dst.device(), host_dst.data_ptr(), kCPU, span_bytes(dst));
+  return {dst};
 }
 }  // namespace
 
@@ -83,19 +143,38 @@ std::vector<Tensor> call_backend(const Args& a) {
     KILN_CHECK(info.meta, "internal: view op ", info.name, " has no meta function");
     return {make_view(a.tensor(0), info.meta(a).at(0))};
   }
-  if (any_fake(a)) {  // metadata only: the meta function answers, or the decomposition does
-    if (info.meta) {
-      std::vector<Tensor> outs;
-      for (auto& s : info.meta(a)) outs.push_back(make_fake(s));
-      return outs;
-    }
-  } else if (info.kernel && kernel_applies(a)) {
+  const Inputs in = scan_inputs(a);
+  if (a.op == OpId::copy_ && !in.fake && !(a.tensor(0).device() == a.tensor(1).device()))
+    return copy_between_devices(a.tensor(0), a.tensor(1));
+  if (in.other && a.op != OpId::copy_) fail_mixed_devices(in);
+  // The outputs live where the op runs: metas place them by their first tensor input, which
+  // may be a 0-d CPU tensor joining another device's.
+  auto run_meta = [&] {
     KILN_CHECK(info.meta, "internal: op ", info.name, " has a kernel but no meta function");
     std::vector<TensorSpec> specs = info.meta(a);
-    const Device dev = specs.empty() ? common_device(a) : specs[0].device;
-    KILN_CHECK_HINT(dev.is_cpu(), "CUDA kernels arrive with the GPU backend", info.name, " on ", dev.str(),
-                    ": this build has CPU kernels only");
-    return info.kernel(a, specs);
+    if (in.any)
+      for (TensorSpec& s : specs) s.device = in.device;
+    return specs;
+  };
+  if (in.fake) {  // metadata only: the meta function answers, or the decomposition does
+    if (info.meta) {
+      std::vector<Tensor> outs;
+      for (auto& s : run_meta()) outs.push_back(make_fake(s));
+      return outs;
+    }
+  } else {
+    std::vector<TensorSpec> specs;
+    Device dev = in.device;
+    if (!in.any && info.meta) {  // a factory: its device is an argument, which the meta reads
+      specs = info.meta(a);
+      if (!specs.empty()) dev = specs[0].device;
+    }
+    const KernelFn kernel = info.kernel(dev.type);  // a few loads: no lookup by name or map
+    if (kernel && kernel_applies(a)) {
+      if (specs.empty()) specs = run_meta();
+      return kernel(a, specs);
+    }
+    if (!kernel && !info.decomp) fail_no_kernel(info, dev);
   }
   if (info.decomp) return info.decomp(a);
   detail::fail(std::string("internal: op ") + info.name + " has neither a kernel nor a decomposition");

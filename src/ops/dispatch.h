@@ -4,6 +4,7 @@
 // Writing an op (see docs/internals.md):
 //   KILN_META(add)   { ... return {spec}; }            // shapes/dtypes only; never reads data
 //   KILN_KERNEL(add) { ... return {out}; }             // CPU kernel: `a` args, `specs` from meta
+//   KILN_DEVICE_KERNEL(add, CUDA) { ... }              // the kernel of another device type
 //   KILN_DECOMP(gelu){ ... return {kiln ops...}; }     // composite: written with kiln ops
 //   KILN_DERIVATIVE(mul) { ... }                        // grads of the tensor inputs
 #pragma once
@@ -101,16 +102,18 @@ struct OpInfo {
   DTypeRule dtype_rule;
   uint32_t flags;
   MetaFn meta = nullptr;
-  KernelFn kernel = nullptr;
+  KernelFn kernels[kNumDeviceTypes] = {};  // per DeviceType; null: none for that device
   DecompFn decomp = nullptr;
   DerivFn derivative = nullptr;
   bool differentiable() const { return flags & DIFF; }
+  KernelFn kernel(DeviceType t) const { return kernels[size_t(t)]; }
 };
 
 const OpInfo& op_info(OpId op);
 const OpInfo* find_op(const std::string& name);
 bool register_meta(OpId op, MetaFn fn);
-bool register_kernel(OpId op, KernelFn fn);
+bool register_kernel(OpId op, KernelFn fn);  // the CPU kernel
+bool register_kernel(OpId op, DeviceType device, KernelFn fn);
 bool register_decomp(OpId op, DecompFn fn);
 bool register_derivative(OpId op, DerivFn fn);
 
@@ -118,7 +121,11 @@ bool register_derivative(OpId op, DerivFn fn);
 std::vector<Tensor> call(OpId op, std::vector<Arg> args);
 // Casts the op's floating tensor arguments as the active AutocastGuard asks (no-op when off).
 void apply_autocast(Args& a);
-// Below autograd: meta + kernel (or views, or the decomposition); fake inputs give fake outputs.
+// Below autograd: meta + the kernel of the inputs' device (or views, or the decomposition); fake
+// inputs give fake outputs. Tensors on different devices are an error, except that 0-d CPU
+// tensors (and wrapped numbers) may join another device's, as in PyTorch; copy_ between devices
+// moves the bytes through the device interface. A composite without a kernel for the device runs
+// its decomposition; any other op without one fails ("<op> has no kernel for <device>").
 std::vector<Tensor> call_backend(const Args& a);
 
 // Autograd sits above ops and attaches here: src/autograd/attach.cc installs these functions
@@ -199,6 +206,13 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name);
       ::kiln::ops::register_kernel(::kiln::ops::OpId::op, &kiln_kernel_##op);                  \
   static std::vector<::kiln::Tensor> kiln_kernel_##op([[maybe_unused]] const ::kiln::ops::Args& a, \
                                                       [[maybe_unused]] const std::vector<::kiln::TensorSpec>& specs)
+#define KILN_DEVICE_KERNEL(op, device)                                                         \
+  static std::vector<::kiln::Tensor> kiln_kernel_##device##_##op(const ::kiln::ops::Args& a,   \
+                                                                 const std::vector<::kiln::TensorSpec>& specs); \
+  [[maybe_unused]] static const bool kiln_kernel_reg_##device##_##op = ::kiln::ops::register_kernel( \
+      ::kiln::ops::OpId::op, ::kiln::DeviceType::device, &kiln_kernel_##device##_##op);       \
+  static std::vector<::kiln::Tensor> kiln_kernel_##device##_##op(                              \
+      [[maybe_unused]] const ::kiln::ops::Args& a, [[maybe_unused]] const std::vector<::kiln::TensorSpec>& specs)
 #define KILN_DECOMP(op)                                                                        \
   static std::vector<::kiln::Tensor> kiln_decomp_##op(const ::kiln::ops::Args& a);             \
   [[maybe_unused]] static const bool kiln_decomp_reg_##op =                                    \
