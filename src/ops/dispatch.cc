@@ -33,7 +33,7 @@ std::string describe_inputs(const Args& a) {
 }
 
 // Calls f on every defined tensor argument (Tensor[] elements too) until it returns true,
-// without building tensor_inputs()' vector: this runs on every op call.
+// without building tensor_inputs()' vector.
 template <class F>
 bool any_tensor(const Args& a, F f) {
   for (const Arg& x : a.v) {
@@ -47,34 +47,47 @@ bool any_tensor(const Args& a, F f) {
   return false;
 }
 
-// What the backend needs to know of the tensor arguments, from one walk over them.
+// What the backend needs to know of the tensor arguments, from one walk over them (this runs on
+// every op call).
 struct Inputs {
-  bool any = false;             // some tensor argument
-  bool fake = false;            // some fake one
-  Device device;                // where the op runs (CPU when all are 0-d CPU tensors)
-  std::optional<Device> other;  // a second device among them (mixing devices is an error)
+  bool any = false, fake = false, off_cpu = false;  // some tensor argument; some fake; some off the CPU
 };
 
-Inputs scan_inputs(const Args& a) {
+[[gnu::always_inline]] inline Inputs scan_inputs(const Args& a) {
   Inputs in;
-  bool placed = false;  // the device was set by a tensor other than a 0-d CPU tensor
   any_tensor(a, [&](const Tensor& t) {
-    const TensorImpl* i = t.impl();
+    const Storage& s = *t.impl_ptr()->storage;  // defined: any_tensor skips the others
     in.any = true;
-    in.fake |= i->storage->fake;
-    const Device d = i->storage->device;
-    if (d.is_cpu() && i->sizes.empty()) return false;  // a 0-d CPU tensor (or number) joins any device
-    if (!placed) in.device = d, placed = true;
-    else if (!(d == in.device) && !in.other) in.other = d;
+    in.fake |= s.fake;
+    in.off_cpu |= !s.device.is_cpu();
     return false;
   });
   return in;
 }
 
-[[noreturn]] void fail_mixed_devices(const Inputs& in) {
-  detail::fail("expected all tensors on one device, got " + in.device.str() + " and " + in.other->str(),
-               "move them to one device first with .to(device) (e.g. b.to(a.device())); only 0-d CPU tensors "
-               "and numbers may join tensors on another device");
+// A factory's device (an op without tensor inputs runs where its device= argument says).
+Device device_argument(const Args& a) {
+  for (const Arg& x : a.v)
+    if (auto* d = std::get_if<Device>(&x)) return *d;
+  return kCPU;
+}
+
+// The device of an op with a tensor off the CPU: 0-d CPU tensors (and numbers) join any device;
+// the other tensors must agree.
+Device device_off_cpu(const Args& a) {
+  std::optional<Device> dev;
+  any_tensor(a, [&](const Tensor& t) {
+    const TensorImpl& i = *t.impl_ptr();
+    const Device d = i.storage->device;
+    if (d.is_cpu() && i.sizes.empty()) return false;
+    if (!dev) dev = d;
+    KILN_CHECK_HINT(d == *dev,
+                    "move them to one device first with .to(device) (e.g. b.to(a.device())); only 0-d CPU "
+                    "tensors and numbers may join tensors on another device",
+                    "expected all tensors on one device, got ", dev->str(), " and ", d.str());
+    return false;
+  });
+  return *dev;  // set: some tensor is off the CPU, and not a 0-d CPU one
 }
 
 [[noreturn]] void fail_no_kernel(const OpInfo& info, Device dev) {
@@ -144,16 +157,21 @@ std::vector<Tensor> call_backend(const Args& a) {
     return {make_view(a.tensor(0), info.meta(a).at(0))};
   }
   const Inputs in = scan_inputs(a);
-  if (a.op == OpId::copy_ && !in.fake && !(a.tensor(0).device() == a.tensor(1).device()))
-    return copy_between_devices(a.tensor(0), a.tensor(1));
-  if (in.other && a.op != OpId::copy_) fail_mixed_devices(in);
-  // The outputs live where the op runs: metas place them by their first tensor input, which
-  // may be a 0-d CPU tensor joining another device's.
+  // Where the op runs: its tensors' device, or for a factory (no tensor inputs) its device argument.
+  Device dev;
+  if (!in.any) dev = device_argument(a);
+  if (in.off_cpu) {
+    const bool across = a.op == OpId::copy_ && !(a.tensor(0).device() == a.tensor(1).device());
+    if (across && !in.fake) return copy_between_devices(a.tensor(0), a.tensor(1));
+    dev = across ? a.tensor(0).device() : device_off_cpu(a);
+  }
+  // The outputs live there too: metas place them by their first tensor input, which may be a
+  // 0-d CPU tensor joining another device's.
   auto run_meta = [&] {
     KILN_CHECK(info.meta, "internal: op ", info.name, " has a kernel but no meta function");
     std::vector<TensorSpec> specs = info.meta(a);
-    if (in.any)
-      for (TensorSpec& s : specs) s.device = in.device;
+    if (in.off_cpu)
+      for (TensorSpec& s : specs) s.device = dev;
     return specs;
   };
   if (in.fake) {  // metadata only: the meta function answers, or the decomposition does
@@ -163,17 +181,8 @@ std::vector<Tensor> call_backend(const Args& a) {
       return outs;
     }
   } else {
-    std::vector<TensorSpec> specs;
-    Device dev = in.device;
-    if (!in.any && info.meta) {  // a factory: its device is an argument, which the meta reads
-      specs = info.meta(a);
-      if (!specs.empty()) dev = specs[0].device;
-    }
     const KernelFn kernel = info.kernel(dev.type);  // a few loads: no lookup by name or map
-    if (kernel && kernel_applies(a)) {
-      if (specs.empty()) specs = run_meta();
-      return kernel(a, specs);
-    }
+    if (kernel && kernel_applies(a)) return kernel(a, run_meta());
     if (!kernel && !info.decomp) fail_no_kernel(info, dev);
   }
   if (info.decomp) return info.decomp(a);

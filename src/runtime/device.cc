@@ -8,19 +8,18 @@ namespace kiln::runtime {
 
 namespace detail {
 DeviceInterface* g_devices[kNumDeviceTypes] = {};  // zero before any dynamic initialization
+
+void fail_no_device(DeviceType type) {
+  kiln::detail::fail(std::string("no device backend for ") + name(type) + " is registered in this build",
+                     "keep the tensors on the CPU (the default device; .cpu() moves one back)");
 }
+}  // namespace detail
 
 bool register_device(DeviceType type, DeviceInterface* device) {
   KILN_CHECK(device, "register_device: null interface for ", name(type));
   KILN_CHECK(!detail::g_devices[size_t(type)], "register_device: ", name(type), " already has an interface");
   detail::g_devices[size_t(type)] = device;
   return true;
-}
-
-DeviceInterface& device_interface(DeviceType type) {
-  if (DeviceInterface* d = find_device(type)) return *d;
-  kiln::detail::fail(std::string("no device backend for ") + name(type) + " is registered in this build",
-                     "keep the tensors on the CPU (the default device; .cpu() moves one back)");
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {

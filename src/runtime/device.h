@@ -55,11 +55,15 @@ bool register_device(DeviceType type, DeviceInterface* device);
 
 namespace detail {
 extern DeviceInterface* g_devices[kNumDeviceTypes];
-}
+[[noreturn]] void fail_no_device(DeviceType type);
+}  // namespace detail
 // The registered interface of a device type, or null: one load, for hot paths.
 inline DeviceInterface* find_device(DeviceType type) { return detail::g_devices[size_t(type)]; }
 // The interface of a device type; a kiln::Error naming the device when none is registered.
-DeviceInterface& device_interface(DeviceType type);
+inline DeviceInterface& device_interface(DeviceType type) {
+  if (DeviceInterface* d = find_device(type)) return *d;
+  detail::fail_no_device(type);
+}
 
 // Copies nbytes between any two devices: through the interface of the one that is not the CPU
 // (or of their common type), through host memory when they are of two different non-CPU types.
