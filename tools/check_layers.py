@@ -51,6 +51,7 @@ PUBLIC = {
     "kiln/symint.h": "base",
     "kiln/log.h": "base",
     "kiln/tensor.h": "core",
+    "kiln/grad_mode.h": "core",
     "kiln/tensor_methods_gen.inc": "core",  # generated; the Tensor methods tensor.h declares
     "kiln/ops.h": "ops",
     "kiln/ops_gen.h": "ops",  # generated from ops.def

@@ -54,7 +54,8 @@ const OpInfo* find_op(const std::string& name) {
 }
 
 bool register_meta(OpId op, MetaFn fn) { return table()[size_t(op)].meta = fn, true; }
-bool register_kernel(OpId op, KernelFn fn) { return table()[size_t(op)].kernel = fn, true; }
+bool register_kernel(OpId op, KernelFn fn) { return register_kernel(op, DeviceType::CPU, fn); }
+bool register_kernel(OpId op, DeviceType device, KernelFn fn) { return table()[size_t(op)].kernels[size_t(device)] = fn, true; }
 bool register_decomp(OpId op, DecompFn fn) { return table()[size_t(op)].decomp = fn, true; }
 bool register_derivative(OpId op, DerivFn fn) { return table()[size_t(op)].derivative = fn, true; }
 

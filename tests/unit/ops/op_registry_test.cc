@@ -15,7 +15,7 @@ TEST(OpRegistry, EveryOpHasItsPieces) {
     switch (op.kind) {
       case OpKind::PRIM:
         if (!op.meta) missing.push_back(n + ": prim without a meta function");
-        if (!op.kernel) missing.push_back(n + ": prim without a CPU kernel");
+        if (!op.kernel(kiln::DeviceType::CPU)) missing.push_back(n + ": prim without a CPU kernel");
         if (op.differentiable() && !op.derivative) missing.push_back(n + ": differentiable prim without a derivative");
         break;
       case OpKind::VIEW:
@@ -24,7 +24,7 @@ TEST(OpRegistry, EveryOpHasItsPieces) {
         break;
       case OpKind::COMPOSITE:
         if (!op.decomp) missing.push_back(n + ": composite without a decomposition");
-        if (op.kernel && !op.meta) missing.push_back(n + ": composite with a fast kernel but no meta function");
+        if (op.kernel(kiln::DeviceType::CPU) && !op.meta) missing.push_back(n + ": composite with a fast kernel but no meta function");
         break;
     }
   }
