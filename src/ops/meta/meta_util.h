@@ -2,7 +2,10 @@
 #pragma once
 #include <kiln/tensor.h>
 
+#include <optional>
 #include <vector>
+
+#include "ops/dispatch.h"
 
 namespace kiln::ops {
 
@@ -19,6 +22,15 @@ inline TensorSpec spec_like(const Tensor& t, DType dtype) { return spec_like(t, 
 SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, bool keepdim);
 // The dtype unary float ops (exp, sin, ...) return: integers and bool become the default float.
 inline DType float_result(DType t) { return is_floating(t) ? t : default_float_dtype(); }
+// The output dtype of ops.def's dtype rule: `in` is the dtype the rule starts from (the first
+// input's for SAME, the inputs' promoted one otherwise), `arg` the op's dtype argument if any.
+DType rule_dtype(DTypeRule rule, DType in, std::optional<DType> arg);
+// An op's dtype argument through its view, for code written once for ops with and without one.
+template <class View>
+std::optional<DType> dtype_arg(const View& a) {
+  if constexpr (requires { a.dtype(); }) return a.dtype();
+  else return std::nullopt;
+}
 
 }  // namespace kiln::ops
 
