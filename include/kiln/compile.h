@@ -4,159 +4,26 @@
 //   auto step = kiln::compile([](const Tensor& x, const Tensor& w) { return (x.matmul(w)).relu(); });
 //   Tensor y = step(x, w);            // traces once, then reuses the graph while its guards hold
 //   std::cout << kiln::explain(fn, x, w);   // graphs, breaks, guards, recompiles, compile times
+//
+// This header is the compile layer's (src/compile/: the backend registry); what capture implements
+// (CompileOptions, ExplainReport, cond, opaque, LazyScope, mark_dynamic, the engine) is declared in
+// kiln/compile/capture.h, included here.
 #pragma once
-#include <kiln/nn/module.h>
-#include <kiln/tensor.h>
+#include <kiln/compile/capture.h>
 
-#include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace kiln {
 
-namespace graph {
-class Graph;
-}
-
-struct CompileOptions {
-  std::string backend = "eager";
-  // nullopt: automatic (a size that changed between two compilations becomes symbolic in the
-  // next); true: every size is symbolic from the start; false: every size is specialized.
-  // Sizes 0 and 1 are always specialized.
-  std::optional<bool> dynamic;
-  int recompile_limit = 8;     // graphs per function; beyond it the function runs eagerly
-  bool error_on_recompile_limit = false;  // raise kiln::Error at the limit instead
-  bool fullgraph = false;      // a graph break is an error instead of a split into segments
-  std::string name;            // for logs and explain (default: "compiled function")
-};
-
-// A backend turns a captured graph into a function that runs it on real inputs.
-using CompiledGraph = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs)>;
-using Backend = std::function<CompiledGraph(std::shared_ptr<const graph::Graph> graph)>;
+// Backends by name: "eager" (the graph interpreter), "aot_eager" (AOT autograd, docs/aot.md),
+// and any a program registers (a new name, or one replacing a registered backend).
 void register_backend(const std::string& name, Backend backend);
 std::vector<std::string> list_backends();
-
-// Makes dim `dim` of this tensor symbolic whenever it is passed to a compiled function (within
-// [min, max], which become guards).
-void mark_dynamic(const Tensor& t, int64_t dim, int64_t min = 2, int64_t max = INT64_MAX,
-                  SourceLoc loc = SourceLoc::current());
-
-// What compile() did with a function: graphs, the ops in each, graph breaks with their reasons
-// and the user's source lines, guards, recompile reasons and compile times.
-struct ExplainReport {
-  struct Break {
-    std::string reason, file;
-    unsigned line = 0;
-  };
-  int graph_count = 0;
-  std::vector<int> ops_per_graph;
-  std::vector<Break> breaks;
-  std::vector<std::string> guards;             // of the most recent graph
-  std::vector<std::string> recompile_reasons;  // the guard that failed, per recompile
-  std::vector<double> compile_ms;              // per graph: trace + backend
-  std::vector<std::string> graphs;             // each graph's IR text
-  std::vector<std::string> specializations;    // symbolic sizes fixed to a value, and why
-  bool eager_fallback = false;                 // the recompile limit was reached
-  std::string str() const;
-};
-std::ostream& operator<<(std::ostream& os, const ExplainReport& r);
-
-namespace capture {
-
-// One flattened argument of a compiled call: a tensor, a number, or a module.
-struct ArgValue {
-  enum class Kind : uint8_t { Tensor, Scalar, Module };
-  Kind kind = Kind::Tensor;
-  Tensor tensor;
-  Scalar scalar;
-  const void* module = nullptr;           // its identity
-  std::vector<const void*> module_state;  // identities of its parameters and buffers
-  std::vector<bool> module_training;      // is_training() of it and each descendant
-};
-
-class Engine;
-using Body = std::function<std::vector<Tensor>(const std::vector<ArgValue>& args)>;
-std::shared_ptr<Engine> make_engine(const CompileOptions& options);
-// Runs a call: a cached graph whose guards hold, else a new trace of `body`.
-std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body);
-ExplainReport report(const Engine& e);
-
-// --- flattening C++ arguments and results
-ArgValue module_arg(const nn::Module& m);
-inline void flatten(const Tensor& t, std::vector<ArgValue>& out) { out.push_back({ArgValue::Kind::Tensor, t, {}, nullptr, {}, {}}); }
-inline void flatten(const std::vector<Tensor>& l, std::vector<ArgValue>& out) {
-  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(int64_t(l.size())), nullptr, {}, {}});  // the length is guarded
-  for (const Tensor& t : l) flatten(t, out);
-}
-template <class T>
-  requires(std::is_arithmetic_v<T>)
-void flatten(T v, std::vector<ArgValue>& out) {
-  out.push_back({ArgValue::Kind::Scalar, {}, Scalar(v), nullptr, {}, {}});
-}
-inline void flatten(const nn::Module& m, std::vector<ArgValue>& out) { out.push_back(module_arg(m)); }
-template <class M>
-  requires nn::ModuleRef<M>
-void flatten(const M& m, std::vector<ArgValue>& out) {
-  out.push_back(module_arg(*nn::module_ptr(m)));
-}
-
-inline const Tensor& rebuild(const Tensor&, const std::vector<ArgValue>& v, size_t& pos) { return v[pos++].tensor; }
-inline std::vector<Tensor> rebuild(const std::vector<Tensor>& l, const std::vector<ArgValue>& v, size_t& pos) {
-  pos++;
-  std::vector<Tensor> out;
-  for (size_t i = 0; i < l.size(); i++) out.push_back(v[pos++].tensor);
-  return out;
-}
-template <class T>
-  requires(!std::is_same_v<std::remove_cv_t<T>, Tensor> && !std::is_same_v<std::remove_cv_t<T>, std::vector<Tensor>>)
-T& rebuild(T& orig, const std::vector<ArgValue>&, size_t& pos) {  // numbers (guarded), modules: as passed
-  pos++;
-  return orig;
-}
-
-inline void flatten_result(const Tensor& t, std::vector<Tensor>& out) { out.push_back(t); }
-inline void flatten_result(const std::vector<Tensor>& l, std::vector<Tensor>& out) { out.insert(out.end(), l.begin(), l.end()); }
-template <class... T>
-void flatten_result(const std::tuple<T...>& t, std::vector<Tensor>& out) {
-  std::apply([&](const auto&... e) { (flatten_result(e, out), ...); }, t);
-}
-template <class A, class B>
-void flatten_result(const std::pair<A, B>& p, std::vector<Tensor>& out) {
-  flatten_result(p.first, out), flatten_result(p.second, out);
-}
-
-template <class R>
-struct Unflatten;
-template <>
-struct Unflatten<Tensor> {
-  static Tensor get(std::vector<Tensor>& v, size_t& pos, size_t) { return v.at(pos++); }
-};
-template <>
-struct Unflatten<std::vector<Tensor>> {
-  static std::vector<Tensor> get(std::vector<Tensor>& v, size_t& pos, size_t n) {
-    std::vector<Tensor> out(v.begin() + long(pos), v.begin() + long(pos + n));
-    pos += n;
-    return out;
-  }
-};
-template <class... T>
-struct Unflatten<std::tuple<T...>> {
-  static std::tuple<T...> get(std::vector<Tensor>& v, size_t& pos, size_t) { return {Unflatten<T>::get(v, pos, 0)...}; }
-};
-template <class A, class B>
-struct Unflatten<std::pair<A, B>> {
-  static std::pair<A, B> get(std::vector<Tensor>& v, size_t& pos, size_t) {
-    A a = Unflatten<A>::get(v, pos, 0);
-    return {std::move(a), Unflatten<B>::get(v, pos, 0)};
-  }
-};
-
-}  // namespace capture
 
 // A compiled function: call it like the original.
 template <class F>
@@ -204,54 +71,5 @@ ExplainReport explain(F fn, A&&... args) {
   c(std::forward<A>(args)...);
   return c.report();
 }
-
-// Data-dependent control flow without a graph break: both branches are captured (and run;
-// the result of the one `pred` selects is kept, as where() does), so they must return tensors
-// of the same shape and dtype and have no side effects. Eagerly, only the chosen branch runs.
-Tensor cond(const Tensor& pred, const std::function<Tensor()>& true_fn, const std::function<Tensor()>& false_fn,
-            SourceLoc loc = SourceLoc::current());
-
-namespace capture {
-// While alive: code runs outside capture. Under a trace it is a graph break (what follows runs
-// in segments, this part eagerly); in lazy mode pending work is computed first, then ops run
-// eagerly until the scope ends.
-class OpaqueScope {
- public:
-  explicit OpaqueScope(const std::string& what);
-  ~OpaqueScope();
-  OpaqueScope(const OpaqueScope&) = delete;
-  OpaqueScope& operator=(const OpaqueScope&) = delete;
-
- private:
-  struct Saved;
-  std::unique_ptr<Saved> saved_;
-};
-}  // namespace capture
-
-// A function compile() never looks into: calls to it are graph breaks, and it runs eagerly on
-// real tensors (for code capture can't handle, or that must run as written: logging, I/O).
-template <class F>
-auto opaque(F fn, std::string name = "a function marked opaque") {
-  return [fn = std::move(fn), name](auto&&... args) -> decltype(auto) {
-    capture::OpaqueScope scope(name);
-    return fn(std::forward<decltype(args)>(args)...);
-  };
-}
-
-// Lazy mode (the XLA execution model): inside the scope, ops are recorded instead of run; a
-// tensor's data is computed when it is read (a sync point) or when the scope ends, by compiling
-// the pending graph (once per distinct graph: cached by its structure) with `backend`.
-class LazyScope {
- public:
-  explicit LazyScope(const std::string& backend = "eager");
-  ~LazyScope() noexcept(false);
-  LazyScope(const LazyScope&) = delete;
-  LazyScope& operator=(const LazyScope&) = delete;
-  void sync();  // runs what is pending now
-
- private:
-  struct State;
-  std::unique_ptr<State> state_;
-};
 
 }  // namespace kiln

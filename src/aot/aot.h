@@ -86,6 +86,9 @@ class FlowNetwork {
 // forward becomes one autograd node whose backward runs the backward graph.
 struct AotOptions {
   PartitionOptions partition;
+  // Take the budget from aot::activation_memory_budget() when a plan is built instead (the
+  // "aot_eager" backend, registered by src/compile/backends.cc).
+  bool use_global_budget = false;
 };
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> compile_aot(std::shared_ptr<const graph::Graph> g,
                                                                            const AotOptions& options = {});

@@ -1,10 +1,10 @@
-// The "aot_eager" backend. Per requires-grad pattern of the inputs (decided at the first call
-// that sees it): decompose -> functionalize -> joint -> partition. A call runs the forward graph
-// under no_grad, applies the input writes, and hands the outputs one autograd node
-// (CompiledFunction) whose backward runs the backward graph on the saved values.
+// The runtime of the "aot_eager" backend (registered by src/compile/backends.cc). Per
+// requires-grad pattern of the inputs (decided at the first call that sees it): decompose ->
+// functionalize -> joint -> partition. A call runs the forward graph under no_grad, applies the
+// input writes, and hands the outputs one autograd node (CompiledFunction) whose backward runs
+// the backward graph on the saved values.
 #include <kiln/aot.h>
 #include <kiln/autograd.h>
-#include <kiln/compile.h>
 #include <kiln/log.h>
 
 #include <atomic>
@@ -68,8 +68,7 @@ std::string describe(const Partition& p) {
 
 class Runtime {
  public:
-  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o, bool global_budget)
-      : options_(o), use_global_budget_(global_budget) {
+  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o) : options_(o) {
     functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*g)));
   }
 
@@ -130,7 +129,7 @@ class Runtime {
     KILN_LOG(aot) << "joint graph (" << plan->joint.num_primals << " primals, " << plan->joint.num_tangents()
                   << " tangents):\n" << graph::print(*plan->joint.graph);
     PartitionOptions po = options_.partition;
-    if (use_global_budget_) po.activation_memory_budget = activation_memory_budget();
+    if (options_.use_global_budget) po.activation_memory_budget = activation_memory_budget();
     plan->part = partition(plan->joint, po);
     KILN_LOG(aot) << describe(plan->part);
     plans_[needs] = plan;
@@ -138,19 +137,10 @@ class Runtime {
   }
 
   AotOptions options_;
-  bool use_global_budget_ = false;
   std::shared_ptr<graph::Graph> functional_;
   std::mutex mutex_;
   std::map<std::vector<bool>, std::shared_ptr<const Plan>> plans_;
 };
-
-[[maybe_unused]] const bool registered = [] {
-  register_backend("aot_eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-    auto rt = std::make_shared<Runtime>(std::move(g), AotOptions{}, true);
-    return [rt](const std::vector<Tensor>& inputs) { return (*rt)(inputs); };
-  });
-  return true;
-}();
 
 }  // namespace
 
@@ -162,7 +152,7 @@ double activation_memory_budget() { return g_budget; }
 
 std::function<std::vector<Tensor>(const std::vector<Tensor>&)> compile_aot(std::shared_ptr<const graph::Graph> g,
                                                                            const AotOptions& options) {
-  auto rt = std::make_shared<Runtime>(std::move(g), options, false);
+  auto rt = std::make_shared<Runtime>(std::move(g), options);
   return [rt](const std::vector<Tensor>& inputs) { return (*rt)(inputs); };
 }
 

@@ -3,7 +3,7 @@
 // likeliest-to-fail first: global modes, then per-tensor dtype/rank/sizes, then scalars, then
 // relations between symbolic sizes.
 #pragma once
-#include <kiln/compile.h>
+#include <kiln/compile/capture.h>
 #include <kiln/tensor.h>
 
 #include <map>

@@ -4,7 +4,7 @@
 // Serves LazyScope and compiled functions with graph breaks (each segment between two sync
 // points is one pending graph).
 #pragma once
-#include <kiln/compile.h>
+#include <kiln/compile/capture.h>
 
 #include <map>
 #include <memory>

@@ -1,19 +1,22 @@
 // Training steps in one graph: backward() or grad() called inside a compiled function. The
-// graph recorded so far is copied with the roots as its outputs, made into AOT's joint
-// forward+backward graph (aot::build_joint: the derivative formulas traced on fakes), and the
-// joint graph's nodes are appended to the trace, its primals bound to the trace's inputs. The
-// gradients of lifted leaves (parameters) go to their .grad as fakes; Tracer::set_outputs makes
-// them extra outputs the compiled call assigns to the real leaves (docs/compile.md).
+// graph recorded so far is copied with the roots as its outputs, made into a joint
+// forward+backward graph by the builder the layer above installs (src/compile/train_step.cc:
+// AOT's joint graph, the derivative formulas traced on fakes), and the joint graph's nodes are
+// appended to the trace, its primals bound to the trace's inputs. The gradients of lifted leaves
+// (parameters) go to their .grad as fakes; Tracer::set_outputs makes them extra outputs the
+// compiled call assigns to the real leaves (docs/compile.md).
 #include <kiln/autograd.h>
 
 #include <algorithm>
 #include <unordered_map>
 
-#include "aot/aot.h"
+#include "capture/hooks.h"
 #include "capture/tracer.h"
 
 namespace kiln::capture {
 namespace {
+
+JointBuilder g_joint_builder = nullptr;
 
 using ValueMap = std::unordered_map<const graph::Value*, graph::Value*>;
 
@@ -44,6 +47,8 @@ void append_nodes(const graph::Graph& src, graph::Graph& dst, ValueMap& m) {
 }
 
 }  // namespace
+
+void set_joint_builder(JointBuilder builder) { g_joint_builder = builder; }
 
 void Tracer::note_set_grad(const Tensor& leaf) {
   if (restoring_) return;
@@ -82,15 +87,10 @@ void Tracer::trace_backward(const TensorList& roots, const TensorList& grad_root
   std::vector<graph::Value*> prefix_outs;
   for (graph::Value* v : root_values) prefix_outs.push_back(to_prefix.at(v));
   prefix.set_outputs(prefix_outs);
-  aot::Joint joint;
+  JointGraph joint;
   try {
-    graph::Graph prims = aot::decompose(prefix);
-    // The joint graph recomputes the forward: a random draw there would differ from the trace's.
-    for (const auto& n : prims.nodes())
-      if (n->kind == graph::NodeKind::Call && (ops::op_info(n->op).flags & ops::RANDOM))
-        graph_break("backward() after a random op (" + std::string(n->name()) +
-                    "): the traced backward would redraw it");
-    joint = aot::build_joint(aot::functionalize(prims), needs);
+    KILN_CHECK(g_joint_builder, "internal: no joint graph builder is installed (src/compile/ is not linked)");
+    joint = g_joint_builder(*this, prefix, needs);
   } catch (const GraphBreak&) {
     throw;
   } catch (const Error& e) {
@@ -118,10 +118,8 @@ void Tracer::trace_backward(const TensorList& roots, const TensorList& grad_root
     values_[roots[k].impl()] = v;
     by_storage_[roots[k].impl()->storage.get()] = v;
   }
-  const size_t first_grad = joint.num_outputs + joint.mutated_inputs.size();
   std::unordered_map<size_t, Tensor> grads;  // trace input index -> gradient fake
-  for (size_t k = 0; k < joint.grad_inputs.size(); ++k)
-    grads[joint.grad_inputs[k]] = bind_fake(to_trace.at(joint.graph->outputs()[first_grad + k]));
+  for (const auto& [output, input] : joint.grads) grads[input] = bind_fake(to_trace.at(joint.graph->outputs()[output]));
   train_step = true;
 
   if (inputs) {  // grad(): the gradients are returned, no .grad changes

@@ -2,11 +2,16 @@
 // bias) v, where fully masked rows give zeros (its _safe_softmax) rather than NaN.
 #include <cmath>
 
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
 namespace {
 using ops::Args;
+using ops::cast_to;
+using ops::check_attention_args;
+using ops::num;
+using ops::repeat_heads;
+using ops::upcast;
 
 KILN_DECOMP(scaled_dot_product_attention) {
   Tensor q = a.tensor(0), k = a.tensor(1), v = a.tensor(2);

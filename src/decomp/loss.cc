@@ -1,10 +1,15 @@
 // Loss functions, decomposed into elementwise prims and reductions (PyTorch's formulas).
 #include <limits>
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
 namespace {
 using ops::Args;
+using ops::cast_to;
+using ops::class_dim;
+using ops::compute_dtype;
+using ops::num;
+using ops::reduce_loss;
 
 // The result dtype of a loss over (input, target); must be floating.
 DType loss_dtype(const Tensor& x, const Tensor& t, const char* op) {
@@ -125,9 +130,6 @@ KILN_DECOMP(kl_div) {
 }
 
 // ---------------------------------------------------------------- nll_loss / cross_entropy
-// The class dim of a classification input: 0 for an unbatched (C) input, else 1.
-int64_t class_dim(const Tensor& x) { return x.dim() == 1 ? 0 : 1; }
-
 // Checks class-index targets against the input: shape (N, d1, ...) for input (N, C, d1, ...),
 // integral dtype, and (for real tensors) every value in [0, C) or equal to ignore_index.
 void check_class_targets(const char* op, const Tensor& x, const Tensor& t, const Tensor& w, int64_t ignore_index) {

@@ -2,11 +2,13 @@
 // embedding_bag.
 #include <cmath>
 
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
 namespace {
 using ops::Args;
+using ops::cast_to;
+using ops::num;
 
 // The p-norm over dims. Its gradient is 0 where the norm is 0 (as PyTorch's norm backward):
 // the root is taken of a stand-in 1 there, so no inf * 0 appears.

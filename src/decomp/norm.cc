@@ -2,11 +2,17 @@
 // 16-bit inputs compute in float32 and round once at the end, as PyTorch's CPU kernels do.
 #include <kiln/autograd.h>
 
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
 namespace {
 using ops::Args;
+using ops::cast_to;
+using ops::check_normalized_shape;
+using ops::num;
+using ops::rms_norm_eps;
+using ops::trailing_dims;
+using ops::upcast;
 
 // Input of softmax / log_softmax after the optional dtype cast; checks it is floating.
 Tensor softmax_input(const Args& a, const char* op) {

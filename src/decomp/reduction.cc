@@ -2,7 +2,6 @@
 #include <cmath>
 #include <limits>
 
-#include "autograd/derivatives/common.h"
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
@@ -144,28 +143,3 @@ KILN_DECOMP(count_nonzero) {
 
 }  // namespace
 }  // namespace kiln::decomp
-
-namespace kiln::autograd {
-namespace {
-
-// max.dim / min.dim: the gradient goes to the one element the index names (PyTorch), not split
-// among ties; written as a one-hot mask from iota so it needs no scatter.
-Tensor select_grad(const ops::GradCtx& g) {
-  const Tensor& x = g.inputs[0];
-  if (x.dim() == 0) return g.grads[0];
-  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
-  Tensor idx = g.outputs[1], gr = g.grads[0];
-  if (!g.args.b(2)) {
-    idx = unsqueeze(idx, dim);
-    gr = unsqueeze(gr, dim);
-  }
-  SymShape pos_shape(size_t(x.dim()), SymInt(1));
-  pos_shape[size_t(dim)] = x.sym_size(dim);
-  Tensor pos = view(iota(x.sym_size(dim)), pos_shape);
-  return where(eq(pos, idx), expand(gr, x.sym_sizes()), num(0));
-}
-KILN_DERIVATIVE(max_dim) { return {select_grad(g)}; }
-KILN_DERIVATIVE(min_dim) { return {select_grad(g)}; }
-
-}  // namespace
-}  // namespace kiln::autograd

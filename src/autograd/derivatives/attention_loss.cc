@@ -6,12 +6,12 @@
 #include <cmath>
 
 #include "autograd/derivatives/common.h"
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::autograd {
 namespace {
-using decomp::cast_to;
-using decomp::upcast;
+using ops::cast_to;
+using ops::upcast;
 
 // Per-class weight (C) shaped to broadcast along dim cd of an n-dim tensor.
 Tensor along(const Tensor& w, int64_t n, int64_t cd) {
@@ -31,7 +31,7 @@ KILN_DERIVATIVE(cross_entropy) {
   const double eps = g.args.f64(5);
   const int64_t n = x.dim(), cd = n == 1 ? 0 : 1;
   const double C = double(x.sym_size(cd).hint());
-  const DType c = decomp::compute_dtype(x.dtype());
+  const DType c = ops::compute_dtype(x.dtype());
   Tensor lp = log_softmax(cast_to(x, c), cd);
   Tensor valid = ne(t, num(double(ignore)));
   Tensor safe = cast_to(where(valid, t, num(0)), kInt64);
@@ -92,7 +92,7 @@ KILN_DERIVATIVE(scaled_dot_product_attention) {
   const bool causal = g.args.b(5), gqa = g.args.b(7);
   const double scale = g.args.opt_f64(6).value_or(1.0 / std::sqrt(double(q.sym_size(-1).hint())));
   const int64_t rk = gqa ? q.size(-3) / k.size(-3) : 1, rv = gqa ? q.size(-3) / v.size(-3) : 1;
-  Tensor qc = upcast(q), kc = decomp::repeat_heads(upcast(k), rk), vc = decomp::repeat_heads(upcast(v), rv);
+  Tensor qc = upcast(q), kc = ops::repeat_heads(upcast(k), rk), vc = ops::repeat_heads(upcast(v), rv);
   Tensor s = mul(matmul(qc, transpose(kc, -2, -1)), num(scale));
   if (causal) {
     Tensor rows = unsqueeze(iota(q.sym_size(-2), 0, 1, kInt64, q.device()), 1);

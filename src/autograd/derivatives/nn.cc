@@ -4,12 +4,12 @@
 #include <kiln/autograd.h>
 
 #include "autograd/derivatives/common.h"
-#include "decomp/nn_util.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::autograd {
 namespace {
-using decomp::cast_to;
-using decomp::upcast;
+using ops::cast_to;
+using ops::upcast;
 
 // Dims before the normalized ones (summed for weight / bias gradients).
 std::vector<int64_t> leading_dims(int64_t ndim, int64_t k) {
@@ -49,7 +49,7 @@ KILN_DERIVATIVE(layer_norm) {
   const int64_t k = int64_t(g.args.symints(1).size());
   const bool has_w = !g.args.is_none(2), has_b = !g.args.is_none(3);
   const Tensor w = has_w ? g.inputs[1] : Tensor();
-  const std::vector<int64_t> dims = decomp::trailing_dims(x.dim(), k);
+  const std::vector<int64_t> dims = ops::trailing_dims(x.dim(), k);
   Tensor xc = upcast(x);
   Tensor d = sub(xc, mean(xc, dims, true));
   Tensor rstd = rsqrt(add(mean(mul(d, d), dims, true), num(g.args.f64(4))));
@@ -69,9 +69,9 @@ KILN_DERIVATIVE(rms_norm) {
   const Tensor& x = g.inputs[0];
   const int64_t k = int64_t(g.args.symints(1).size());
   const bool has_w = !g.args.is_none(2);
-  const std::vector<int64_t> dims = decomp::trailing_dims(x.dim(), k);
+  const std::vector<int64_t> dims = ops::trailing_dims(x.dim(), k);
   Tensor xc = upcast(x);
-  Tensor rr = rsqrt(add(mean(mul(xc, xc), dims, true), num(decomp::rms_norm_eps(x.dtype(), g.args.opt_f64(3)))));
+  Tensor rr = rsqrt(add(mean(mul(xc, xc), dims, true), num(ops::rms_norm_eps(x.dtype(), g.args.opt_f64(3)))));
   Tensor gc = upcast(g.grads[0]);
   Tensor gy = has_w ? mul(gc, g.inputs[1]) : gc;
   std::vector<Tensor> r(g.inputs.size());
@@ -86,7 +86,7 @@ KILN_DERIVATIVE(binary_cross_entropy) {
   const Tensor &x = g.inputs[0], &t = g.inputs[1];
   const bool has_w = !g.args.is_none(2);
   const std::string& reduction = g.args.str(3);
-  const DType c = decomp::compute_dtype(x.dtype());
+  const DType c = ops::compute_dtype(x.dtype());
   Tensor xc = cast_to(x, c), tc = cast_to(t, c);
   Tensor d = upcast(g.grads[0]);
   if (reduction == "mean") d = div(d, num(double(x.sym_numel().hint())));

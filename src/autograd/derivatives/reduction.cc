@@ -1,4 +1,5 @@
-// Derivative formulas of the reduction prims.
+// Derivative formulas of the reduction prims, and of max.dim / min.dim (composites: the index
+// output picks the element the gradient goes to).
 #include "autograd/derivatives/common.h"
 #include "ops/meta/meta_util.h"
 
@@ -51,6 +52,25 @@ Tensor extreme_grad(const ops::GradCtx& g) {
 }
 KILN_DERIVATIVE(amax) { return {extreme_grad(g)}; }
 KILN_DERIVATIVE(amin) { return {extreme_grad(g)}; }
+
+// max.dim / min.dim: the gradient goes to the one element the index names (PyTorch), not split
+// among ties; written as a one-hot mask from iota so it needs no scatter.
+Tensor select_grad(const ops::GradCtx& g) {
+  const Tensor& x = g.inputs[0];
+  if (x.dim() == 0) return g.grads[0];
+  const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  Tensor idx = g.outputs[1], gr = g.grads[0];
+  if (!g.args.b(2)) {
+    idx = unsqueeze(idx, dim);
+    gr = unsqueeze(gr, dim);
+  }
+  SymShape pos_shape(size_t(x.dim()), SymInt(1));
+  pos_shape[size_t(dim)] = x.sym_size(dim);
+  Tensor pos = view(iota(x.sym_size(dim)), pos_shape);
+  return where(eq(pos, idx), expand(gr, x.sym_sizes()), num(0));
+}
+KILN_DERIVATIVE(max_dim) { return {select_grad(g)}; }
+KILN_DERIVATIVE(min_dim) { return {select_grad(g)}; }
 
 }  // namespace
 }  // namespace kiln::autograd

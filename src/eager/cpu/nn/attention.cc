@@ -9,53 +9,16 @@
 #include <cmath>
 #include <limits>
 
-#include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
 #include "ops/applies.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
 bool sdpa_applies(const Args& a) { return a.f64(4) == 0; }
-
-// The batch dims (all but the last two) of a shape.
-SymShape batch_of(const SymShape& s) { return SymShape(s.begin(), s.end() - 2); }
-
-std::vector<TensorSpec> sdpa_meta(const Args& a) {
-  const Tensor &q = a.tensor(0), &k = a.tensor(1), &v = a.tensor(2);
-  const Tensor mask = a.opt_tensor(3);
-  const double p = a.f64(4);
-  const bool causal = a.b(5), gqa = a.b(7);
-  const char* op = "scaled_dot_product_attention";
-  decomp::check_attention_args(q, k, v, mask, p, causal);
-  SymShape kb = batch_of(k.sym_sizes()), vb = batch_of(v.sym_sizes());
-  if (gqa) {
-    KILN_CHECK(q.dim() >= 3 && k.dim() >= 3 && v.dim() >= 3, op, ": enable_gqa needs inputs with a head dim (-3)");
-    const int64_t hq = q.sym_size(-3).hint(), hk = k.sym_size(-3).hint(), hv = v.sym_size(-3).hint();
-    KILN_CHECK(hk > 0 && hv > 0 && hq % hk == 0 && hq % hv == 0, op,
-               ": number of heads in key and value must divide the number of heads in query, got ", hq, ", ", hk,
-               " and ", hv);
-    kb.back() = q.sym_size(-3);
-    vb.back() = q.sym_size(-3);
-  }
-  const SymInt L = q.sym_size(-2), S = k.sym_size(-2);
-  SymShape ob = ops::broadcast_shapes(ops::broadcast_shapes(batch_of(q.sym_sizes()), kb), vb);
-  if (mask.defined()) {
-    SymShape scores = ob;
-    scores.push_back(L);
-    scores.push_back(S);
-    const SymShape full = ops::broadcast_shapes(scores, mask.sym_sizes());
-    KILN_CHECK(full.size() >= 2 && full[full.size() - 2] == L && full.back() == S, op, ": attn_mask of shape ",
-               shape_str(mask.sym_sizes()), " does not broadcast to the scores' shape ", shape_str(scores));
-    ob = batch_of(full);
-  }
-  SymShape out = ob;
-  out.push_back(L);
-  out.push_back(v.sym_size(-1));
-  return {ops::spec_like(q, out, q.dtype())};
-}
 
 struct Problem {
   int64_t NB, L, S, D, Dv;
@@ -144,8 +107,8 @@ std::vector<Tensor> sdpa_kernel(const Args& a, const std::vector<TensorSpec>& sp
   const DType adt = q.dtype() == kFloat64 ? kFloat64 : kFloat32;
   const double scale = a.opt_f64(6).value_or(1.0 / std::sqrt(double(q.size(-1))));
   if (a.b(7)) {
-    k = decomp::repeat_heads(k, q.size(-3) / k.size(-3));
-    v = decomp::repeat_heads(v, q.size(-3) / v.size(-3));
+    k = ops::repeat_heads(k, q.size(-3) / k.size(-3));
+    v = ops::repeat_heads(v, q.size(-3) / v.size(-3));
   }
   const Shape ob(out.sizes().begin(), out.sizes().end() - 2);
   Problem P{1, q.size(-2), k.size(-2), q.size(-1), v.size(-1), a.b(5)};
@@ -155,7 +118,7 @@ std::vector<Tensor> sdpa_kernel(const Args& a, const std::vector<TensorSpec>& sp
     Shape s = ob;
     s.push_back(rows);
     s.push_back(cols);
-    return contiguous(expand(decomp::cast_to(t, adt), SymShape(s.begin(), s.end())));
+    return contiguous(expand(ops::cast_to(t, adt), SymShape(s.begin(), s.end())));
   };
   Tensor qf = flat(q, P.L, P.D), kf = flat(k, P.S, P.D), vf = flat(v, P.S, P.Dv);
   // The mask as additive biases, broadcast as a view (zero strides, no copy of repeats).
@@ -164,7 +127,7 @@ std::vector<Tensor> sdpa_kernel(const Args& a, const std::vector<TensorSpec>& sp
   int64_t msL = 0, msS = 0;
   if (mask.defined()) {
     Tensor bias = mask.dtype() == kBool ? where(mask, scalar_tensor(0.0, adt), scalar_tensor(-INFINITY, adt))
-                                        : decomp::cast_to(mask, adt);
+                                        : ops::cast_to(mask, adt);
     Shape s = ob;
     s.push_back(P.L);
     s.push_back(P.S);
@@ -191,7 +154,6 @@ std::vector<Tensor> sdpa_kernel(const Args& a, const std::vector<TensorSpec>& sp
   return {out};
 }
 
-KILN_REGISTER(meta, scaled_dot_product_attention, sdpa_meta);
 KILN_REGISTER(kernel, scaled_dot_product_attention, sdpa_kernel);
 KILN_REGISTER(kernel_applies, scaled_dot_product_attention, sdpa_applies);
 

@@ -8,50 +8,16 @@
 #include <cmath>
 #include <limits>
 
-#include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
 #include "ops/applies.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
 
 bool ce_applies(const Args& a) { return is_integral(a.tensor(1).dtype()); }
-
-int64_t class_dim(const Tensor& x) { return x.dim() == 1 ? 0 : 1; }
-
-// Checks as the decomposition does (data-independent parts); the output is the target's shape
-// for reduction "none", else a scalar.
-std::vector<TensorSpec> ce_meta(const Args& a) {
-  const Tensor &x = a.tensor(0), &t = a.tensor(1);
-  const Tensor w = a.opt_tensor(2);
-  const std::string& reduction = a.str(3);
-  const double eps = a.f64(5);
-  const char* op = "cross_entropy";
-  KILN_CHECK(is_floating(x.dtype()), op, ": expected a floating point input, got ", name(x.dtype()));
-  KILN_CHECK(eps >= 0 && eps <= 1, op, ": label_smoothing must be between 0.0 and 1.0, got ", eps);
-  KILN_CHECK(x.dim() >= 1, op, ": expected an input with at least 1 dim (C) or (N, C, ...), got a 0-d tensor");
-  KILN_CHECK_HINT(reduction == "none" || reduction == "sum" || reduction == "mean",
-                  "use reduction=\"none\", \"mean\" or \"sum\"", op, ": ", reduction, " is not a valid value for reduction");
-  const int64_t cd = class_dim(x);
-  SymShape rows = x.sym_sizes();
-  rows.erase(rows.begin() + cd);
-  if (is_floating(t.dtype())) {
-    KILN_CHECK_HINT(t.sym_sizes() == x.sym_sizes(), "probability targets have the input's shape", op,
-                    ": expected target of shape ", shape_str(x.sym_sizes()), " (class probabilities), got ",
-                    shape_str(t.sym_sizes()));
-  } else {
-    KILN_CHECK(is_integral(t.dtype()), op, ": expected target of an integral dtype (class indices), got ",
-               name(t.dtype()));
-    KILN_CHECK_HINT(t.sym_sizes() == rows, "the target holds one class index per input row", op,
-                    ": expected target of shape ", shape_str(rows), " for input of shape ", shape_str(x.sym_sizes()),
-                    ", got ", shape_str(t.sym_sizes()));
-  }
-  KILN_CHECK(!w.defined() || (w.dim() == 1 && w.sym_size(0) == x.sym_size(cd)), op, ": expected weight of shape [",
-             x.sym_size(cd), "], got ", shape_str(w.sym_sizes()));
-  return {ops::spec_like(x, reduction == "none" ? rows : SymShape{}, x.dtype())};
-}
 
 // One row of C logits at stride st: logsumexp, and sum_c w_c x_c (w may be null: weights 1).
 // A chunk at a time: its max, then its exps summed against the running max (rescaled when
@@ -117,12 +83,12 @@ void ce_rows(const T* x, const int64_t* t, int64_t N, int64_t C, int64_t R, cons
 
 std::vector<Tensor> ce_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   const Tensor x = contiguous(a.tensor(0));
-  const Tensor t = contiguous(decomp::cast_to(a.tensor(1), kInt64));
+  const Tensor t = contiguous(ops::cast_to(a.tensor(1), kInt64));
   const Tensor w = a.opt_tensor(2);
   const std::string& reduction = a.str(3);
   const int64_t ignore = a.i64(4);
   const double eps = a.f64(5);
-  const int64_t cd = class_dim(x);
+  const int64_t cd = ops::class_dim(x);
   const int64_t N = cd == 0 ? 1 : x.size(0), C = x.size(cd);
   int64_t R = 1;
   for (int64_t d = 2; d < x.dim(); ++d) R *= x.size(d);
@@ -152,7 +118,6 @@ std::vector<Tensor> ce_kernel(const Args& a, const std::vector<TensorSpec>& spec
   return {scalar_tensor(Scalar(reduction == "mean" ? ls / ws : ls), out.dtype())};
 }
 
-KILN_REGISTER(meta, cross_entropy, ce_meta);
 KILN_REGISTER(kernel, cross_entropy, ce_kernel);
 KILN_REGISTER(kernel_applies, cross_entropy, ce_applies);
 

@@ -3,14 +3,13 @@
 // decomposition computes; rows split across OpenMP threads.
 #include <kiln/ops.h>
 
-#include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
-
 
 int64_t row_size(const SymShape& ns) {
   int64_t m = 1;
@@ -21,13 +20,7 @@ int64_t row_size(const SymShape& ns) {
 // A parameter as a contiguous buffer of the row accumulation type (empty if undefined).
 template <class A>
 Tensor param(const Tensor& p) {
-  return p.defined() ? contiguous(decomp::cast_to(p, dtype_of<A>())) : Tensor();
-}
-
-KILN_META(layer_norm) {
-  const Tensor& x = a.tensor(0);
-  decomp::check_normalized_shape("layer_norm", x, a.symints(1), a.opt_tensor(2), a.opt_tensor(3));
-  return {ops::spec_like(x, x.dtype())};
+  return p.defined() ? contiguous(ops::cast_to(p, dtype_of<A>())) : Tensor();
 }
 
 KILN_KERNEL(layer_norm) {
@@ -70,21 +63,13 @@ KILN_KERNEL(layer_norm) {
   return {out};
 }
 
-KILN_META(rms_norm) {
-  const Tensor& x = a.tensor(0);
-  const Tensor w = a.opt_tensor(2);
-  decomp::check_normalized_shape("rms_norm", x, a.symints(1), w, Tensor());
-  // As PyTorch: the normalized input is rounded to x's dtype, then the weight promotes it.
-  return {ops::spec_like(x, w.defined() ? promote_types(x.dtype(), w.dtype()) : x.dtype())};
-}
-
 KILN_KERNEL(rms_norm) {
   Tensor out = make_tensor(specs[0]);
   const int64_t m = row_size(a.symints(1));
   if (out.numel() == 0) return {out};
   Tensor x = contiguous(a.tensor(0));
   const int64_t rows = x.numel() / m;
-  const double eps = decomp::rms_norm_eps(x.dtype(), a.opt_f64(3));
+  const double eps = ops::rms_norm_eps(x.dtype(), a.opt_f64(3));
   visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
     if constexpr (std::is_floating_point_v<acc_t<T>>) {
       visit_all(out.dtype(), [&]<class O>(type_tag<O>) {

@@ -5,23 +5,13 @@
 
 #include <limits>
 
-#include "decomp/nn_util.h"
 #include "eager/cpu/loops.h"
 #include "eager/cpu/nn/fast_exp.h"
+#include "ops/meta/nn_util.h"
 
 namespace kiln::eager::cpu {
 namespace {
 using ops::Args;
-
-
-std::vector<TensorSpec> softmax_meta(const Args& a) {
-  const Tensor& x = a.tensor(0);
-  const DType dt = a.opt_dtype(2).value_or(x.dtype());
-  KILN_CHECK_HINT(is_floating(dt), "convert the input or pass dtype=kFloat32", ops::op_info(a.op).name,
-                  ": expected a floating point input, got ", name(dt));
-  ops::wrap_dim(a.i64(1), x.dim());
-  return {ops::spec_like(x, dt)};
-}
 
 // Rows along the last dim (inner == 1): contiguous, one thread per block of rows.
 template <class T, bool LOG>
@@ -83,7 +73,7 @@ void softmax_inner(const T* x, T* y, int64_t outer, int64_t n, int64_t inner) {
 std::vector<Tensor> softmax_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
   Tensor out = make_tensor(specs[0]);
   if (out.numel() == 0) return {out};
-  Tensor x = contiguous(decomp::cast_to(a.tensor(0), out.dtype()));
+  Tensor x = contiguous(ops::cast_to(a.tensor(0), out.dtype()));
   const int64_t dim = ops::wrap_dim(a.i64(1), x.dim());
   int64_t outer = 1, inner = 1;
   const int64_t n = x.dim() == 0 ? 1 : x.size(dim);
@@ -101,8 +91,6 @@ std::vector<Tensor> softmax_kernel(const Args& a, const std::vector<TensorSpec>&
   return {out};
 }
 
-KILN_REGISTER(meta, softmax, softmax_meta);
-KILN_REGISTER(meta, log_softmax, softmax_meta);
 KILN_REGISTER(kernel, softmax, softmax_kernel);
 KILN_REGISTER(kernel, log_softmax, softmax_kernel);
 

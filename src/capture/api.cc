@@ -1,58 +1,30 @@
-// The backend registry ("eager" runs a captured graph with eager kernels; later issues add
-// "aot_eager" and "inductor"), and the small public pieces of compile.h.
-#include <kiln/compile.h>
+// The small public pieces of compile.h that capture implements (mark_dynamic, cond, ExplainReport's
+// text, module arguments), and compiling a graph with a backend found through the lookup the
+// layer above installs (src/compile/backends.cc holds the registry).
+#include <kiln/compile/capture.h>
 #include <kiln/ops.h>
 
 #include <cstdio>
-#include <map>
-#include <mutex>
 #include <sstream>
 
+#include "capture/hooks.h"
 #include "capture/lazy.h"
 #include "capture/tracer.h"
 #include "core/tensor_impl.h"
 #include "graph/graph.h"
 
 namespace kiln {
-namespace {
-
-std::mutex g_backends_mutex;
-std::map<std::string, Backend>& backends() {
-  static std::map<std::string, Backend> b = {
-      {"eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-         return [g](const std::vector<Tensor>& inputs) { return graph::interpret(*g, inputs); };
-       }}};
-  return b;
-}
-
-}  // namespace
-
-void register_backend(const std::string& name, Backend backend) {
-  KILN_CHECK(!name.empty() && backend, "register_backend: a backend needs a name and a function");
-  std::lock_guard<std::mutex> lock(g_backends_mutex);
-  backends()[name] = std::move(backend);
-}
-
-std::vector<std::string> list_backends() {
-  std::lock_guard<std::mutex> lock(g_backends_mutex);
-  std::vector<std::string> out;
-  for (auto& [n, _] : backends()) out.push_back(n);
-  return out;
-}
 
 namespace capture {
+namespace {
+BackendLookup g_backend_lookup = nullptr;
+}  // namespace
+
+void set_backend_lookup(BackendLookup lookup) { g_backend_lookup = lookup; }
+
 CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g) {
-  Backend b;
-  {
-    std::lock_guard<std::mutex> lock(g_backends_mutex);
-    auto it = backends().find(backend);
-    if (it == backends().end()) {
-      std::string names;
-      for (auto& [n, _] : backends()) names += (names.empty() ? "" : ", ") + n;
-      detail::fail("unknown compile backend '" + backend + "'", "registered backends: " + names);
-    }
-    b = it->second;
-  }
+  KILN_CHECK(g_backend_lookup, "internal: no backend lookup is installed (src/compile/ is not linked)");
+  Backend b = g_backend_lookup(backend);
   return g ? b(std::move(g)) : CompiledGraph();
 }
 

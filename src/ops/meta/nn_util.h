@@ -1,16 +1,17 @@
-// Helpers shared by the NN decompositions (norm.cc, loss.cc, nn.cc, attention.cc).
+// Helpers of the NN ops shared by their meta functions (ops/meta/nn.cc), decompositions
+// (decomp/), fast CPU kernels (eager/cpu/nn/) and derivatives (autograd/derivatives/): kept
+// here, below all of them, so none includes another.
 #pragma once
 #include <kiln/ops.h>
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "ops/dispatch.h"
 #include "ops/meta/meta_util.h"
 
-namespace kiln::decomp {
-
-using ops::num;
+namespace kiln::ops {
 
 // The dtype NN ops compute in: 16-bit floats go through float32 as PyTorch's CPU kernels do.
 inline DType compute_dtype(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
@@ -57,6 +58,9 @@ inline std::vector<int64_t> trailing_dims(int64_t n, int64_t k) {
   return d;
 }
 
+// The class dim of a classification input: 0 for an unbatched (C) input, else 1.
+inline int64_t class_dim(const Tensor& x) { return x.dim() == 1 ? 0 : 1; }
+
 // Applies a loss reduction: "none", "mean" or "sum".
 inline Tensor reduce_loss(const Tensor& loss, const std::string& reduction, const char* op) {
   if (reduction == "none") return loss;
@@ -93,4 +97,4 @@ inline double rms_norm_eps(DType t, std::optional<double> eps) {
   return e;
 }
 
-}  // namespace kiln::decomp
+}  // namespace kiln::ops
