@@ -2,6 +2,8 @@
 // the tensor operands broadcast, and the output dtype is the op's dtype rule applied to PyTorch's
 // type promotion of them. The few ops with their own checks have them here, keyed by op. copy_,
 // the one mutation, has its meta here too.
+#include <array>
+
 #include "core/tensor_impl.h"
 #include "ops/family.h"
 #include "ops/meta/meta_util.h"
@@ -34,7 +36,9 @@ std::vector<TensorSpec> pointwise_meta(const Args& boxed) {
   if constexpr (op == OpId::where)
     KILN_CHECK_HINT(a.condition().dtype() == kBool, "compare first, e.g. where(x > 0, ...)",
                     "where: the condition must be a bool tensor, got ", name(a.condition().dtype()));
-  const Tensor& x = boxed.tensor(first);
+  std::array<const Tensor*, n> operand;
+  for (size_t i = 0; i < n; ++i) operand[i] = &boxed.tensor(i);
+  const Tensor& x = *operand[first];
   if constexpr (n - first == 1) {  // unary
     if constexpr (op == OpId::neg)
       KILN_CHECK_HINT(x.dtype() != kBool, "use logical_not() (or ~) on bool tensors",
@@ -44,12 +48,11 @@ std::vector<TensorSpec> pointwise_meta(const Args& boxed) {
       KILN_CHECK(is_integral(x.dtype(), true), "bitwise_not needs an integer or bool tensor, got ", name(x.dtype()));
     return {spec_like(x, rule_dtype(rule, x.dtype(), dtype_arg(a)))};
   } else {
-    const Tensor& y = boxed.tensor(first + 1);
+    const Tensor& y = *operand[first + 1];
     // Operands of one concrete shape (the common case) need no broadcasting worked out.
-    const Tensor& t0 = boxed.tensor(0);
-    SymShape shape = t0.sym_sizes();
+    SymShape shape = operand[0]->sym_sizes();
     for (size_t i = 1; i < n; ++i)
-      if (const Tensor& t = boxed.tensor(i); !same_concrete_sizes(t0, t)) shape = broadcast_shapes(shape, t.sym_sizes());
+      if (!same_concrete_sizes(*operand[0], *operand[i])) shape = broadcast_shapes(shape, operand[i]->sym_sizes());
     // Two non-wrapped tensors of one dtype promote to it: skip result_type's general rules.
     const bool same = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number();
     const DType promoted = same ? x.dtype() : result_type({x, y});

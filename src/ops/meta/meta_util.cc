@@ -60,19 +60,6 @@ TensorSpec spec_like(const Tensor& t, const SymShape& sizes, DType dtype) {
   return s;
 }
 
-DType rule_dtype(DTypeRule rule, DType in, std::optional<DType> arg) {
-  switch (rule) {
-    case DTypeRule::SAME: case DTypeRule::PROMOTE: return in;
-    case DTypeRule::INT_TO_FLOAT: return float_result(in);
-    case DTypeRule::INT_TO_LONG: return arg ? *arg : is_integral(in, true) ? kInt64 : in;
-    case DTypeRule::BOOL: return kBool;
-    case DTypeRule::LONG: return kInt64;
-    case DTypeRule::ARG: return arg.value_or(default_float_dtype());
-    case DTypeRule::NONE: break;
-  }
-  detail::fail("internal: rule_dtype of an op without a dtype rule");
-}
-
 SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, bool keepdim) {
   SymShape out;
   for (size_t i = 0; i < in.size(); ++i) {

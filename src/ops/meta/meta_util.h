@@ -24,7 +24,19 @@ SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, boo
 inline DType float_result(DType t) { return is_floating(t) ? t : default_float_dtype(); }
 // The output dtype of ops.def's dtype rule: `in` is the dtype the rule starts from (the first
 // input's for SAME, the inputs' promoted one otherwise), `arg` the op's dtype argument if any.
-DType rule_dtype(DTypeRule rule, DType in, std::optional<DType> arg);
+// Inline: a family meta's rule is a constant, so the switch folds away.
+inline DType rule_dtype(DTypeRule rule, DType in, std::optional<DType> arg) {
+  switch (rule) {
+    case DTypeRule::SAME: case DTypeRule::PROMOTE: return in;
+    case DTypeRule::INT_TO_FLOAT: return float_result(in);
+    case DTypeRule::INT_TO_LONG: return arg ? *arg : is_integral(in, true) ? kInt64 : in;
+    case DTypeRule::BOOL: return kBool;
+    case DTypeRule::LONG: return kInt64;
+    case DTypeRule::ARG: return arg.value_or(default_float_dtype());
+    case DTypeRule::NONE: break;
+  }
+  detail::fail("internal: rule_dtype of an op without a dtype rule");
+}
 // An op's dtype argument through its view, for code written once for ops with and without one.
 template <class View>
 std::optional<DType> dtype_arg(const View& a) {
