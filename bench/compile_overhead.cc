@@ -44,6 +44,42 @@ void BM_GuardCheck(benchmark::State& state) {
 }
 BENCHMARK(BM_GuardCheck);
 
+// (a') the same with symbolic sizes: 4 inputs with 2 symbolic dims each (8 symbols in their
+// ranges) and 8 relations between them, of the kinds meta functions record, evaluated per call.
+void BM_GuardCheckSymbolic(benchmark::State& state) {
+  std::vector<capture::ArgValue> args;
+  std::vector<capture::SymbolSource> symbols;
+  std::vector<sym::ExprPtr> s;
+  for (size_t i = 0; i < 4; i++) {
+    capture::flatten(full({int64_t(6 + i), int64_t(3 + i)}, 1.0), args);
+    for (int64_t d = 0; d < 2; d++) {
+      symbols.push_back({"s" + std::to_string(symbols.size()), i, d});
+      s.push_back(sym::symbol(symbols.back().name));
+    }
+  }
+  capture::GuardSet g = capture::GuardSet::from_args(args, symbols);
+  auto c = [](int64_t v) { return sym::constant(v); };
+  for (size_t i = 0; i + 1 < s.size(); i += 2) {
+    sym::ExprPtr flat = sym::mul(s[i], s[i + 1]);  // a reshape's numel, a slice's length, a chunk
+    g.relations.push_back({"<=", sym::add(flat, c(1)), sym::mul(sym::add(s[i], c(1)), sym::add(s[i + 1], c(1))), true});
+    g.relations.push_back({"<", sym::floordiv(sym::add(flat, c(-1)), s[i + 1]), sym::add(s[i], c(1)), true});
+  }
+  if (g.check(args)) state.SkipWithError("a guard failed");
+  for (auto _ : state) benchmark::DoNotOptimize(g.check(args));
+}
+BENCHMARK(BM_GuardCheckSymbolic);
+
+// Building the size expressions a symbolic slice meta builds: (end - start + step - 1) // step.
+void BM_SymSliceSize(benchmark::State& state) {
+  sym::ExprPtr n = sym::symbol("s0"), start = sym::constant(2), step = sym::constant(1);
+  for (auto _ : state) {
+    sym::ExprPtr end = sym::min(sym::add(n, sym::constant(-1)), n);
+    benchmark::DoNotOptimize(sym::floordiv(
+        sym::add(sym::add(sym::add(end, sym::mul(sym::constant(-1), start)), step), sym::constant(-1)), step));
+  }
+}
+BENCHMARK(BM_SymSliceSize);
+
 CompileOptions noop_backend() {
   register_backend("noop", [](std::shared_ptr<const graph::Graph>) -> CompiledGraph {
     return [](const std::vector<Tensor>& inputs) { return inputs; };
@@ -121,6 +157,28 @@ void BM_CaptureGpt2SmallFake(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_CaptureGpt2SmallFake)->Unit(benchmark::kMillisecond);
+
+// The same with the batch and sequence sizes symbolic (s0, s1): every shape is an expression.
+void BM_CaptureGpt2SmallFakeDynamic(benchmark::State& state) {
+  std::optional<gpt::GPT> model;
+  {
+    ops::FakeModeScope fake;
+    model.emplace(gpt::Config{});
+  }
+  for (auto _ : state) {
+    capture::Tracer tracer;
+    std::vector<capture::SymbolSource> syms{{"s0", 0, 0}, {"s1", 0, 1}};
+    Tensor idx = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), syms, "idx");
+    syms = {{"s0", 1, 0}, {"s1", 1, 1}};
+    Tensor tgt = tracer.add_input(make_fake(TensorSpec{{8, 1024}, {}, 0, kInt64, kCPU}), syms, "targets");
+    {
+      capture::TraceScope scope(tracer);
+      tracer.set_outputs({(*model)->loss(idx, tgt)});
+    }
+    benchmark::DoNotOptimize(tracer.graph.nodes().size());
+  }
+}
+BENCHMARK(BM_CaptureGpt2SmallFakeDynamic)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -27,7 +27,8 @@ import tempfile
 # each other, and what the layer is. A file may include its own component, any component of a lower
 # layer, and (only where the flag says so) the other components of its layer.
 LAYERS = [
-    (("runtime", "sym"), False, "devices and their memory; symbolic integers"),
+    (("runtime", "sym", "scalar"), False,
+     "devices and their memory; symbolic integers; the pointwise prims' scalar semantics (host + device)"),
     (("core",), False, "Tensor, Storage, dtypes, errors, logs, RNG"),
     (("ops",), False, "ops.def, schemas, meta functions, the dispatcher, fake mode, autocast"),
     (("decomp", "eager"), False, "composites as prims; the reference CPU kernels (independent of each other)"),

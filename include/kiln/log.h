@@ -3,6 +3,7 @@
 //
 //   KILN_LOG(recompiles) << "guard failed: " << why;   // printed as "[kiln:recompiles] ..."
 #pragma once
+#include <cstdint>
 #include <sstream>
 #include <string>
 

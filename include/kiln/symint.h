@@ -40,6 +40,7 @@ class SymInt {
 
   // Comparisons answer with hints; on symbolic operands the answer is reported to the
   // active guard recorder (capture/), so a compiled graph is reused only where it still holds.
+  // Compiler code asks sym::statically_known_* / sym::guard_* instead (below).
   friend bool operator==(const SymInt& a, const SymInt& b);
   friend bool operator!=(const SymInt& a, const SymInt& b) { return !(a == b); }
   friend bool operator<(const SymInt& a, const SymInt& b);
@@ -65,6 +66,30 @@ struct GuardRecorder {
   virtual void record(const char* rel, const ExprPtr& a, const ExprPtr& b, bool result) = 0;
 };
 GuardRecorder* set_guard_recorder(GuardRecorder* r);  // returns the previous one
+
+// Size questions for compiler code (docs/sym.md). statically_known_* decide from the canonical
+// forms and the symbols' ranges and never add a guard: true is a proof, false means "can't
+// prove" (not "false"). guard_* decide at the hints and record the decision as a guard (unless
+// it holds for every value in the ranges, which needs none): for the choices a compiled graph
+// may specialize on.
+bool statically_known_equal(const SymInt& a, const SymInt& b);
+bool statically_known_leq(const SymInt& a, const SymInt& b);
+bool statically_known_lt(const SymInt& a, const SymInt& b);
+bool statically_known_multiple_of(const SymInt& a, const SymInt& b);  // a == k*b, k an integer
+bool guard_equal(const SymInt& a, const SymInt& b);
+bool guard_leq(const SymInt& a, const SymInt& b);
+bool guard_lt(const SymInt& a, const SymInt& b);
+
+// Inside this scope (per thread, nestable) a bare SymInt comparison (==, !=, <, <=, >, >=) on a
+// symbolic size is an error naming the comparison: code that must not add guards silently (the
+// fusion scheduler) asks statically_known_* or guard_* instead.
+class NoImplicitGuards {
+ public:
+  NoImplicitGuards();
+  ~NoImplicitGuards();
+  NoImplicitGuards(const NoImplicitGuards&) = delete;
+  NoImplicitGuards& operator=(const NoImplicitGuards&) = delete;
+};
 }  // namespace sym
 
 }  // namespace kiln

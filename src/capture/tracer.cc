@@ -64,7 +64,7 @@ Tensor Tracer::add_input(const Tensor& real, const std::vector<SymbolSource>& sy
   TensorSpec spec = real.spec();
   if (!symbols.empty()) {
     for (const SymbolSource& s : symbols)
-      spec.sizes[size_t(s.dim)] = SymInt(sym::symbol(s.name), real.size(s.dim));
+      spec.sizes[size_t(s.dim)] = SymInt(sym::symbol(s.name, {s.min, s.max}), real.size(s.dim));  // carries its range
     spec.strides.clear();  // symbolic inputs are contiguous (the caller only makes those symbolic)
     spec.offset = 0;
   }

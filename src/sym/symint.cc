@@ -1,3 +1,4 @@
+// SymInt arithmetic and comparisons; the guard recorder; statically_known_* / guard_* on SymInts.
 #include <kiln/error.h>
 #include <kiln/symint.h>
 
@@ -6,6 +7,7 @@
 namespace kiln {
 namespace {
 thread_local sym::GuardRecorder* g_recorder = nullptr;
+thread_local int g_no_implicit_guards = 0;
 
 template <class IntOp, class ExprOp>
 SymInt binary(const SymInt& a, const SymInt& b, IntOp iop, ExprOp eop) {
@@ -14,15 +16,35 @@ SymInt binary(const SymInt& a, const SymInt& b, IntOp iop, ExprOp eop) {
   return SymInt(eop(a.as_expr(), b.as_expr()), h);
 }
 
-bool compare(const char* rel, const SymInt& a, const SymInt& b, bool result) {
-  if ((a.is_symbolic() || b.is_symbolic()) && g_recorder) g_recorder->record(rel, a.as_expr(), b.as_expr(), result);
+struct Relation {
+  const char* rel;   // as recorded: "==", "<", "<="
+  const char* name;  // of the explicit calls: equal, lt, leq
+};
+constexpr Relation kEq{"==", "equal"}, kLt{"<", "lt"}, kLeq{"<=", "leq"};
+
+void record(const Relation& r, const SymInt& a, const SymInt& b, bool result) {
+  if (g_recorder) g_recorder->record(r.rel, a.as_expr(), b.as_expr(), result);
+}
+
+// A bare operator: answers at the hints and records the answer as a guard.
+bool compare(const Relation& r, const SymInt& a, const SymInt& b, bool result) {
+  if (!a.is_symbolic() && !b.is_symbolic()) return result;
+  KILN_CHECK_HINT(g_no_implicit_guards == 0,
+                  std::string("ask sym::statically_known_") + r.name + "(a, b) (decides without a guard) or sym::guard_" +
+                      r.name + "(a, b) (decides at the hint and records a guard)",
+                  "size comparison ", a.str(), " ", r.rel, " ", b.str(),
+                  " inside a sym::NoImplicitGuards scope: a bare SymInt comparison would add a guard silently");
+  record(r, a, b, result);
   return result;
 }
 
-int64_t floordiv_i(int64_t a, int64_t b) {
-  KILN_CHECK(b != 0, "integer division by zero in a size computation");
-  int64_t q = a / b;
-  return (a % b != 0 && ((a < 0) != (b < 0))) ? q - 1 : q;
+// An explicit guard: no guard where the ranges decide it.
+bool guard(const Relation& r, const SymInt& a, const SymInt& b, bool holds, bool known_true, bool known_false) {
+  if (!a.is_symbolic() && !b.is_symbolic()) return holds;
+  if (known_true) return true;
+  if (known_false) return false;
+  record(r, a, b, holds);
+  return holds;
 }
 }  // namespace
 
@@ -31,6 +53,30 @@ GuardRecorder* set_guard_recorder(GuardRecorder* r) {
   auto* prev = g_recorder;
   g_recorder = r;
   return prev;
+}
+
+NoImplicitGuards::NoImplicitGuards() { ++g_no_implicit_guards; }
+NoImplicitGuards::~NoImplicitGuards() { --g_no_implicit_guards; }
+
+bool statically_known_equal(const SymInt& a, const SymInt& b) { return statically_known_equal(a.as_expr(), b.as_expr()); }
+bool statically_known_leq(const SymInt& a, const SymInt& b) { return statically_known_leq(a.as_expr(), b.as_expr()); }
+bool statically_known_lt(const SymInt& a, const SymInt& b) { return statically_known_lt(a.as_expr(), b.as_expr()); }
+bool statically_known_multiple_of(const SymInt& a, const SymInt& b) {
+  return statically_known_multiple_of(a.as_expr(), b.as_expr());
+}
+
+bool guard_equal(const SymInt& a, const SymInt& b) {
+  const bool maybe = a.is_symbolic() || b.is_symbolic();
+  return guard(kEq, a, b, a.hint() == b.hint(), maybe && statically_known_equal(a, b),
+               maybe && (statically_known_lt(a, b) || statically_known_lt(b, a)));
+}
+bool guard_leq(const SymInt& a, const SymInt& b) {
+  const bool maybe = a.is_symbolic() || b.is_symbolic();
+  return guard(kLeq, a, b, a.hint() <= b.hint(), maybe && statically_known_leq(a, b), maybe && statically_known_lt(b, a));
+}
+bool guard_lt(const SymInt& a, const SymInt& b) {
+  const bool maybe = a.is_symbolic() || b.is_symbolic();
+  return guard(kLt, a, b, a.hint() < b.hint(), maybe && statically_known_lt(a, b), maybe && statically_known_leq(b, a));
 }
 }  // namespace sym
 
@@ -54,25 +100,22 @@ SymInt operator+(const SymInt& a, const SymInt& b) {
   return binary(a, b, [](int64_t x, int64_t y) { return x + y; }, sym::add);
 }
 SymInt operator-(const SymInt& a, const SymInt& b) {
-  return binary(a, b, [](int64_t x, int64_t y) { return x - y; },
-                [](sym::ExprPtr x, sym::ExprPtr y) { return sym::add(x, sym::mul(sym::constant(-1), y)); });
+  return binary(a, b, [](int64_t x, int64_t y) { return x - y; }, sym::sub);
 }
 SymInt operator*(const SymInt& a, const SymInt& b) {
   return binary(a, b, [](int64_t x, int64_t y) { return x * y; }, sym::mul);
 }
-SymInt floordiv(const SymInt& a, const SymInt& b) { return binary(a, b, floordiv_i, sym::floordiv); }
-SymInt operator%(const SymInt& a, const SymInt& b) {
-  return binary(a, b, [](int64_t x, int64_t y) { return x - floordiv_i(x, y) * y; }, sym::mod);
-}
+SymInt floordiv(const SymInt& a, const SymInt& b) { return binary(a, b, sym::detail::floordiv_int, sym::floordiv); }
+SymInt operator%(const SymInt& a, const SymInt& b) { return binary(a, b, sym::detail::mod_int, sym::mod); }
 SymInt min(const SymInt& a, const SymInt& b) {
   return binary(a, b, [](int64_t x, int64_t y) { return std::min(x, y); }, sym::min);
 }
 SymInt max(const SymInt& a, const SymInt& b) {
   return binary(a, b, [](int64_t x, int64_t y) { return std::max(x, y); }, sym::max);
 }
-bool operator==(const SymInt& a, const SymInt& b) { return compare("==", a, b, a.hint() == b.hint()); }
-bool operator<(const SymInt& a, const SymInt& b) { return compare("<", a, b, a.hint() < b.hint()); }
-bool operator<=(const SymInt& a, const SymInt& b) { return compare("<=", a, b, a.hint() <= b.hint()); }
+bool operator==(const SymInt& a, const SymInt& b) { return compare(kEq, a, b, a.hint() == b.hint()); }
+bool operator<(const SymInt& a, const SymInt& b) { return compare(kLt, a, b, a.hint() < b.hint()); }
+bool operator<=(const SymInt& a, const SymInt& b) { return compare(kLeq, a, b, a.hint() <= b.hint()); }
 
 std::ostream& operator<<(std::ostream& os, const SymInt& s) { return os << s.str(); }
 

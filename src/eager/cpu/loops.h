@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "scalar/scalar.h"
 
 namespace kiln::eager::cpu {
 
@@ -59,17 +60,9 @@ decltype(auto) visit_all(DType t, F&& f) {
   return f(type_tag<float>{});
 }
 
-// Float -> integer with a result defined for every input (the plain C++ conversion is undefined
-// for NaN and out-of-range values): NaN -> 0, truncate toward zero, saturate to int64's range,
-// then wrap to T's width like integer conversions (-1.0 -> uint8 255, as PyTorch on x86).
-template <class T, class F>
-inline T float_to_int(F v) {
-  static_assert(std::is_integral_v<T> && std::is_floating_point_v<F>);
-  if (std::isnan(v)) return T(0);
-  if (v >= F(9223372036854775808.0)) return T(std::numeric_limits<int64_t>::max());
-  if (v < F(-9223372036854775808.0)) return T(std::numeric_limits<int64_t>::min());
-  return T(int64_t(v));
-}
+// Float -> integer with a result defined for every input: the scalar header's (NaN -> 0,
+// truncate, saturate to int64, wrap to the width).
+using scalar::float_to_int;
 
 template <class T>
 inline T from_double(double v) {
@@ -101,42 +94,21 @@ inline void write_scalar(void* p, DType t, Scalar s) {
   });
 }
 
-// Converts between element types the way PyTorch's casts do (float -> int truncates; see
-// float_to_int for NaN and out-of-range values; int -> narrower int wraps).
+// Converts between element types: convert_element_type's semantics from the scalar header, on
+// the compute types (16-bit floats go through float, rounded by Half / BFloat16).
 template <class To, class From>
 inline To cast(From v) {
   if constexpr (std::is_same_v<To, From>) return v;
-  else if constexpr (std::is_same_v<To, bool>) return acc_t<From>(v) != acc_t<From>(0);
-  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(float(acc_t<From>(v)));
-  else if constexpr (std::is_integral_v<To> && std::is_floating_point_v<acc_t<From>>) return float_to_int<To>(acc_t<From>(v));
-  else return To(acc_t<From>(v));
+  else if constexpr (std::is_same_v<To, Half> || std::is_same_v<To, BFloat16>) return To(scalar::convert_element_type<float>(acc_t<From>(v)));
+  else return scalar::convert_element_type<To>(acc_t<From>(v));
 }
 
-// Integer arithmetic that wraps (two's complement, as PyTorch) instead of overflowing, which is
-// undefined for signed types: computed in the unsigned type of the promoted width (so uint16 *
-// uint16 does not overflow int either). Floats and bool are passed through unchanged.
-template <class V>
-using wrap_uint_t = std::make_unsigned_t<std::common_type_t<V, int>>;
-template <class V>
-inline V wrap_add(V a, V b) {
-  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) + wrap_uint_t<V>(b));
-  else return a + b;
-}
-template <class V>
-inline V wrap_sub(V a, V b) {
-  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) - wrap_uint_t<V>(b));
-  else return a - b;
-}
-template <class V>
-inline V wrap_mul(V a, V b) {
-  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(a) * wrap_uint_t<V>(b));
-  else return a * b;
-}
-template <class V>
-inline V wrap_neg(V a) {
-  if constexpr (std::is_integral_v<V> && !std::is_same_v<V, bool>) return V(wrap_uint_t<V>(0) - wrap_uint_t<V>(a));
-  else return -a;
-}
+// Integer arithmetic that wraps (two's complement, as PyTorch) instead of overflowing; floats
+// and bool pass through: the scalar header's.
+using scalar::wrap_add;
+using scalar::wrap_mul;
+using scalar::wrap_neg;
+using scalar::wrap_sub;
 
 // Threads for a parallel loop: OpenMP's count, but 1 inside a parallel region and while the
 // machine is oversubscribed (1-min load average >= 2x the CPU count; checked every 250 ms). With

@@ -1,4 +1,5 @@
-// Symbolic sizes: canonical expressions, evaluation, and guards recorded by comparisons.
+// Symbolic sizes: SymInt arithmetic, evaluation, guards recorded by comparisons, symbolic shapes
+// through fake tensors and capture.
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
@@ -64,4 +65,46 @@ TEST(SymInt, FakeTensorsPropagateSymbolicShapes) {
   Tensor r = x.reshape({-1});
   EXPECT_EQ(shape_str(r.sym_sizes()), "[(4*s0)]");
   EXPECT_THROW(x.data_ptr(), Error);
+}
+
+TEST(SymInt, SplitOfASymbolicSizeIsReadable) {
+  // split(x, 3) of a tensor of size s0 in [7, 8]: the chunks' sizes were sums of mins that
+  // never cancelled, e.g. the second chunk's
+  //   ((-1*min(3, s0)) + min(3, (-3 + s0)) + min(3, s0))
+  // Like terms now cancel and the ranges decide the mins: 3, 3 and s0 - 6.
+  SymInt s(sym::symbol("s0", {7, 8}), 7);
+  Tensor x = make_fake(TensorSpec{{s, 4}, {}, 0, kFloat32, kCPU});
+  std::vector<std::string> sizes, offsets;
+  for (const Tensor& p : x.split(SymInt(3), 0)) {
+    sizes.push_back(shape_str(p.sym_sizes()));
+    offsets.push_back(p.sym_storage_offset().str());
+  }
+  EXPECT_EQ(sizes, (std::vector<std::string>{"[3, 4]", "[3, 4]", "[(-6 + s0), 4]"}));
+  EXPECT_EQ(offsets, (std::vector<std::string>{"0", "12", "24"}));
+  // With a size of unknown range the mins stay, each once.
+  SymInt u(sym::symbol("s1"), 7);
+  Tensor y = make_fake(TensorSpec{{u, 4}, {}, 0, kFloat32, kCPU});
+  sizes.clear();
+  for (const Tensor& p : y.split(SymInt(3), 0)) sizes.push_back(shape_str(p.sym_sizes()));
+  EXPECT_EQ(sizes, (std::vector<std::string>{"[min(3, s1), 4]", "[min(3, -3 + s1), 4]", "[min(3, -6 + s1), 4]"}));
+}
+
+TEST(SymInt, CaptureGivesSymbolsTheirMarkedRange) {
+  sym::Range seen;
+  auto f = compile([&](const Tensor& x) {
+    seen = sym::bound(x.sym_size(0).as_expr());
+    return x.sum(0);
+  });
+  Tensor a = ones({5, 3});
+  mark_dynamic(a, 0, 2, 64);
+  f(a);
+  EXPECT_EQ(seen, (sym::Range{2, 64}));
+  CompileOptions o;
+  o.dynamic = true;  // unmarked symbolic dims: [2, inf) (0 and 1 stay specialized)
+  auto g = compile([&](const Tensor& x) {
+    seen = sym::bound(x.sym_size(0).as_expr());
+    return x.sum(0);
+  }, o);
+  g(ones({5, 3}));
+  EXPECT_EQ(seen, (sym::Range{2, INT64_MAX}));
 }
