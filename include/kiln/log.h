@@ -11,7 +11,7 @@ namespace kiln {
 
 enum class LogComponent : uint8_t {
   graph, guards, recompiles, graph_breaks, dynamic, aot, decomp, ir, fusion, output_code, autotune,
-  cudagraphs, cache, perf, kCount
+  cudagraphs, cache, perf, passes, kCount
 };
 
 bool log_enabled(LogComponent c);

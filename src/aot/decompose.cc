@@ -14,6 +14,7 @@ graph::Graph decompose(const graph::Graph& g) {
   {
     RecordScope scope(rec);
     for (const auto& n : g.nodes()) {
+      graph::Graph::OriginScope origin(out, graph::origin_of(*n));  // a composite's prims get its origin
       std::vector<Tensor> outs;
       if (n->kind == graph::NodeKind::Constant) {
         ops::SuspendDispatchMode real;

@@ -45,6 +45,7 @@ class Functionalizer {
     int version;
   };
   std::unordered_map<const Value*, Cached> cur_;  // per view: its value at a base version
+  std::unordered_map<const Value*, graph::Origin> write_origin_;  // per base: the origin of its latest write
 };
 
 Value* Functionalizer::contiguous(Value* v) {
@@ -55,6 +56,7 @@ Value* Functionalizer::contiguous(Value* v) {
 Value* Functionalizer::replay(Value* start, const std::vector<const Node*>& chain) {
   Value* x = start;
   for (const Node* n : chain) {
+    Graph::OriginScope origin(out_, graph::origin_of(*n));
     // view and as_strided read strides: start them from a plain layout.
     if (n->op == ops::OpId::view || n->op == ops::OpId::as_strided) x = contiguous(x);
     std::vector<NodeArg> args = n->args;
@@ -106,6 +108,7 @@ void Functionalizer::write(const Node& n) {
   Value*& base = latest_.at(a.base);
   base = a.chain.empty() ? src : scatter(base, a.chain, src);
   const int ver = ++version_[a.base];
+  write_origin_[a.base] = graph::origin_of(n);
   alias_[n.outputs.at(0)] = a;
   if (!a.chain.empty()) cur_[n.outputs[0]] = {src, ver};
 }
@@ -127,6 +130,7 @@ Graph Functionalizer::run() {
   }
   for (const auto& np : g_.nodes()) {
     const Node& n = *np;
+    Graph::OriginScope origin(out_, graph::origin_of(n));
     if (n.kind == graph::NodeKind::Constant) {
       alias_[n.outputs[0]] = {n.outputs[0], {}};
       latest_[n.outputs[0]] = out_.add_constant(n.literal, n.wrapped);
@@ -163,6 +167,7 @@ Graph Functionalizer::run() {
     const Value* in = g_.inputs()[i];
     Value* v = new_inputs[i];
     if (version_[in] > 0) {
+      Graph::OriginScope origin(out_, write_origin_.at(in));
       Value* val = latest_.at(in);
       if (aliases_input(val)) val = out_.add_call(ops::OpId::convert_element_type, {val, val->spec.dtype}).at(0);
       v = out_.add_call(ops::OpId::copy_, {v, val}).at(0);

@@ -17,6 +17,7 @@ struct TapeEntry {
   ops::Args args;
   std::vector<Tensor> inputs, outputs;
   std::vector<bool> needs;
+  graph::Origin origin;  // of the forward node that called the prim: its derivative's nodes get it
 };
 
 }  // namespace
@@ -47,7 +48,7 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad) {
   rec.on_prim = [&](const ops::Args& a, const std::vector<Tensor>& outs) {
     const ops::OpInfo& info = ops::op_info(a.op);
     if (!taping || !info.differentiable()) return;
-    TapeEntry e{a, a.tensor_inputs(), outs, {}};
+    TapeEntry e{a, a.tensor_inputs(), outs, {}, out.current_origin()};
     bool any = false;
     for (const Tensor& t : e.inputs) e.needs.push_back(grad_needed.count(t.impl()) > 0), any |= e.needs.back();
     if (!any) return;
@@ -60,6 +61,7 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad) {
   std::vector<std::pair<size_t, Tensor>> writes;  // input index, new value
   auto get = [&](const graph::Value* v) { return env.at(v); };
   for (const auto& n : g.nodes()) {
+    graph::Graph::OriginScope origin(out, graph::origin_of(*n));
     if (n->kind == graph::NodeKind::Constant) {
       ops::SuspendDispatchMode real;
       env[n->outputs[0]] = rec.bind(out.add_constant(n->literal, n->wrapped));
@@ -117,6 +119,9 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad) {
     j.output_tangent.push_back(it->second);
   }
   for (auto e = tape.rbegin(); e != tape.rend(); ++e) {
+    graph::Origin backward = e->origin;  // the derivative's nodes: the forward node's origin, marked backward
+    backward.backward = true;
+    graph::Graph::OriginScope origin(out, backward);
     std::vector<Tensor> gs;
     bool any = false;
     for (const Tensor& o : e->outputs) {

@@ -40,6 +40,7 @@ std::shared_ptr<Graph> extract(const Graph& src, const std::vector<Value*>& inpu
   for (const auto& n : src.nodes()) {
     if (std::none_of(n->outputs.begin(), n->outputs.end(), [&](Value* o) { return keep.count(o) && !map.count(o); }))
       continue;
+    graph::Graph::OriginScope origin(*g, n->origin);
     if (n->kind == graph::NodeKind::Constant) {
       map[n->outputs[0]] = g->add_constant(n->literal, n->wrapped);
       continue;
@@ -171,7 +172,7 @@ Partition partition(const Joint& j, const PartitionOptions& options) {
     for (const auto& n : g.nodes())
       if (n->kind == graph::NodeKind::Call && index.count(n->outputs[0]) && !saved_set.count(n->outputs[0]) &&
           recomputable(*n))
-        candidates.push_back(n.get());
+        candidates.push_back(n);
     std::stable_sort(candidates.begin(), candidates.end(), [](const Node* a, const Node* b) {
       return value_bytes(a->outputs[0]) > value_bytes(b->outputs[0]);
     });

@@ -103,6 +103,10 @@ graph::Value* Tracer::value_of(const Tensor& t) {
 
 std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
   const ops::OpInfo& info = ops::op_info(a.op);
+  // The node's origin: the op the user called, at the user's line (the Python frame, or the
+  // outermost C++ call).
+  const ExplainReport::Break at = user_location("");
+  graph::Graph::OriginScope origin(graph, {a.op, at.file.empty() ? nullptr : graph::intern_file(at.file), int(at.line)});
   if (info.flags & ops::DATADEP)
     graph_break(std::string(info.name) + "() has a data-dependent output shape");
   std::vector<graph::NodeArg> args;

@@ -12,7 +12,7 @@ namespace {
 
 constexpr int kCount = int(LogComponent::kCount);
 const char* const kNames[kCount] = {"graph", "guards", "recompiles", "graph_breaks", "dynamic", "aot", "decomp",
-                                    "ir", "fusion", "output_code", "autotune", "cudagraphs", "cache", "perf"};
+                                    "ir", "fusion", "output_code", "autotune", "cudagraphs", "cache", "perf", "passes"};
 
 std::atomic<uint32_t>& mask() {
   static std::atomic<uint32_t> m = [] {

@@ -62,8 +62,8 @@ bool structurally_equal(const Graph& a, const Graph& b) {
     if (!same_spec(a.inputs()[i]->spec, b.inputs()[i]->spec)) return false;
     m.map[a.inputs()[i]] = b.inputs()[i];
   }
-  for (size_t i = 0; i < a.nodes().size(); ++i)
-    if (!m.same_node(*a.nodes()[i], *b.nodes()[i])) return false;
+  for (auto x = a.nodes().begin(), y = b.nodes().begin(); x != a.nodes().end(); ++x, ++y)
+    if (!m.same_node(**x, **y)) return false;
   for (size_t i = 0; i < a.outputs().size(); ++i)
     if (!m.same_value(a.outputs()[i], b.outputs()[i])) return false;
   return true;

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <mutex>
+#include <utility>
 
 #include "core/tensor_impl.h"
 #include "ops/fake_mode.h"
@@ -60,12 +62,7 @@ const char* Node::name() const { return kind == NodeKind::Constant ? "constant" 
 
 std::vector<Value*> Node::inputs() const {
   std::vector<Value*> r;
-  for (const NodeArg& a : args) {
-    if (auto* v = std::get_if<Value*>(&a)) r.push_back(*v);
-    if (auto* l = std::get_if<ValueList>(&a))
-      for (Value* v : *l)
-        if (v) r.push_back(v);
-  }
+  each_input(*this, [&](Value* v) { r.push_back(v); });
   return r;
 }
 
@@ -139,11 +136,51 @@ std::vector<TensorSpec> infer_specs(ops::OpId op, const std::vector<NodeArg>& ar
   return specs;
 }
 
+// ----------------------------------------------------------------------------- origins
+const char* intern_file(std::string_view file) {
+  static std::mutex mu;
+  static std::unordered_set<std::string> files;  // node-based: the strings never move
+  std::lock_guard<std::mutex> lock(mu);
+  return files.emplace(file).first->c_str();
+}
+
+Origin origin_of(const Node& n) {
+  if (n.origin.known() || n.kind != NodeKind::Call) return n.origin;
+  Origin o;
+  o.op = n.op;
+  return o;
+}
+
 // ----------------------------------------------------------------------------- Graph
+namespace {
+// Appended nodes are this far apart in order, so insertions between them rarely relabel.
+constexpr uint64_t kOrderGap = uint64_t(1) << 20;
+// A relabelled window keeps at least this gap between its labels.
+constexpr uint64_t kMinGap = 64;
+}  // namespace
+
+Graph::Graph(Graph&& o) noexcept { *this = std::move(o); }
+
+Graph& Graph::operator=(Graph&& o) noexcept {
+  if (this == &o) return *this;
+  values_ = std::exchange(o.values_, {});
+  pool_ = std::exchange(o.pool_, {});
+  front_ = std::exchange(o.front_, nullptr);
+  back_ = std::exchange(o.back_, nullptr);
+  num_nodes_ = std::exchange(o.num_nodes_, 0);
+  inputs_ = std::exchange(o.inputs_, {});
+  outputs_ = std::exchange(o.outputs_, {});
+  names_ = std::exchange(o.names_, {});
+  next_id_ = std::exchange(o.next_id_, 0);
+  origin_ = std::exchange(o.origin_, {});
+  return *this;
+}
+
 Value* Graph::make_value(TensorSpec spec, std::string name) {
   auto v = std::make_unique<Value>();
   v->id = next_id_++;
   v->spec = normalized(std::move(spec));
+  v->slot_ = uint32_t(values_.size());
   values_.push_back(std::move(v));
   rename(values_.back().get(), std::move(name));
   return values_.back().get();
@@ -165,39 +202,99 @@ Value* Graph::add_input(TensorSpec spec, std::string name) {
   return v;
 }
 
+// Each use records its index in its value's users list, and that entry records which use it
+// is, so removing a use swaps the list's last entry into its place: O(1).
 void Graph::add_uses(Node* n) {
-  for (Value* v : n->inputs()) v->users.push_back(n);
+  n->use_slot_.clear();
+  uint32_t k = 0;
+  each_input(*n, [&](Value* v) {
+    n->use_slot_.push_back(uint32_t(v->users.size()));
+    v->users.push_back(n);
+    v->user_use_.push_back(k++);
+  });
 }
 
-Node* Graph::append(std::unique_ptr<Node> n, const Node* before) {
-  Node* raw = n.get();
-  if (before) {
-    auto pos = std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == before; });
-    nodes_.insert(pos, std::move(n));
-  } else {
-    nodes_.push_back(std::move(n));  // the builder's case: no search
+void Graph::remove_uses(Node* n) {
+  size_t k = 0;
+  each_input(*n, [&](Value* v) {
+    const uint32_t i = n->use_slot_[k++];
+    Node* last = v->users.back();
+    const uint32_t last_use = v->user_use_.back();
+    v->users[i] = last;
+    v->user_use_[i] = last_use;
+    last->use_slot_[last_use] = i;
+    v->users.pop_back();
+    v->user_use_.pop_back();
+  });
+  n->use_slot_.clear();
+}
+
+void Graph::link(Node* n, const Node* before) {
+  Node* next = const_cast<Node*>(before);
+  Node* prev = next ? next->prev_ : back_;
+  n->prev_ = prev;
+  n->next_ = next;
+  (prev ? prev->next_ : front_) = n;
+  (next ? next->prev_ : back_) = n;
+  ++num_nodes_;
+  const uint64_t low = prev ? prev->order_ : 0;
+  if (!next) n->order_ = low + kOrderGap;
+  else if (next->order_ - low >= 2) n->order_ = low + (next->order_ - low) / 2;
+  else relabel_from(n);
+}
+
+// No label fits between n's neighbours: spread the labels of a window that starts at n over
+// the room up to the next node after it, doubling the window until every gap can be at least
+// kMinGap (the end of the list always has room). Amortized over insertions this stays cheap,
+// as in list-labelling schemes.
+void Graph::relabel_from(Node* n) {
+  const uint64_t low = n->prev_ ? n->prev_->order_ : 0;
+  Node* last = n;
+  uint64_t count = 1;
+  while (last->next_ && last->next_->order_ - low < (count + 1) * kMinGap)
+    for (uint64_t k = count; k > 0 && last->next_; --k) last = last->next_, ++count;
+  const uint64_t step = last->next_ ? (last->next_->order_ - low) / (count + 1) : kOrderGap;
+  uint64_t label = low;
+  for (Node* m = n;; m = m->next_) {
+    m->order_ = label += step;
+    if (m == last) break;
   }
+}
+
+void Graph::unlink(Node* n) {
+  (n->prev_ ? n->prev_->next_ : front_) = n->next_;
+  (n->next_ ? n->next_->prev_ : back_) = n->prev_;
+  n->prev_ = n->next_ = nullptr;
+  --num_nodes_;
+}
+
+Node* Graph::insert(std::unique_ptr<Node> n, const Node* before) {
+  Node* raw = n.get();
+  raw->slot_ = uint32_t(pool_.size());
+  pool_.push_back(std::move(n));
+  link(raw, before);
   add_uses(raw);
   return raw;
 }
 
-Node* Graph::add_node(ops::OpId op, std::vector<NodeArg> args, std::vector<TensorSpec> specs) {
+Node* Graph::add_node(ops::OpId op, std::vector<NodeArg> args, std::vector<TensorSpec> specs, const Node* before) {
   auto n = std::make_unique<Node>();
   n->op = op;
   n->args = std::move(args);
+  n->origin = origin_;
   for (size_t i = 0; i < specs.size(); ++i) {
     Value* v = make_value(std::move(specs[i]));
     v->producer = n.get();
     v->output_index = int(i);
     n->outputs.push_back(v);
   }
-  return append(std::move(n), nullptr);
+  return insert(std::move(n), before);
 }
 
-std::vector<Value*> Graph::add_call(ops::OpId op, std::vector<NodeArg> args) {
+std::vector<Value*> Graph::add_call(ops::OpId op, std::vector<NodeArg> args, const Node* before) {
   canonicalize_args(op, args);
   std::vector<TensorSpec> specs = infer_specs(op, args);
-  return add_node(op, std::move(args), std::move(specs))->outputs;
+  return add_node(op, std::move(args), std::move(specs), before)->outputs;
 }
 
 Value* Graph::add_constant(const Tensor& literal, bool wrapped, const Node* before) {
@@ -212,39 +309,65 @@ Value* Graph::add_constant(const Tensor& literal, bool wrapped, const Node* befo
   n->kind = NodeKind::Constant;
   n->literal = c;
   n->wrapped = wrapped;
+  n->origin = before ? before->origin : origin_;  // a constant a pass makes for a node belongs to it
   Value* v = make_value(c.spec());
   v->producer = n.get();
   n->outputs.push_back(v);
-  return append(std::move(n), before)->outputs[0];
+  return insert(std::move(n), before)->outputs[0];
 }
 
-void Graph::set_outputs(std::vector<Value*> outputs) { outputs_ = std::move(outputs); }
-
-bool Graph::is_output(const Value* v) const { return std::find(outputs_.begin(), outputs_.end(), v) != outputs_.end(); }
+void Graph::set_outputs(std::vector<Value*> outputs) {
+  for (Value* v : outputs_) --v->output_uses_;
+  outputs_ = std::move(outputs);
+  for (Value* v : outputs_) ++v->output_uses_;
+}
 
 void Graph::replace_all_uses(Value* from, Value* to) {
   if (from == to) return;
-  for (Node* n : from->users) {
-    for (NodeArg& a : n->args) {
+  for (size_t i = 0; i < from->users.size(); ++i) {
+    Node* n = from->users[i];
+    const uint32_t k = from->user_use_[i];
+    for (NodeArg& a : n->args) {  // every use of `from` in n (again for n's later uses: a no-op)
       if (auto* v = std::get_if<Value*>(&a); v && *v == from) *v = to;
       if (auto* l = std::get_if<ValueList>(&a)) std::replace(l->begin(), l->end(), from, to);
     }
+    n->use_slot_[k] = uint32_t(to->users.size());
     to->users.push_back(n);
+    to->user_use_.push_back(k);
   }
   from->users.clear();
-  std::replace(outputs_.begin(), outputs_.end(), from, to);
+  from->user_use_.clear();
+  if (from->output_uses_ > 0) {
+    std::replace(outputs_.begin(), outputs_.end(), from, to);
+    to->output_uses_ += std::exchange(from->output_uses_, 0);
+  }
+}
+
+void Graph::set_args(Node* n, std::vector<NodeArg> args) {
+  remove_uses(n);
+  n->args = std::move(args);
+  add_uses(n);
+}
+
+void Graph::move_before(Node* n, const Node* before) {
+  if (n == before) return;
+  unlink(n);
+  link(n, before);
 }
 
 void Graph::erase_node(Node* n) {
   for (Value* o : n->outputs)
     KILN_CHECK(!has_uses(o), "graph: can't erase ", n->name(), ": its output is still used");
-  for (Value* v : n->inputs()) {
-    auto it = std::find(v->users.begin(), v->users.end(), n);
-    if (it != v->users.end()) v->users.erase(it);
-  }
-  for (Value* o : n->outputs)
-    values_.erase(std::find_if(values_.begin(), values_.end(), [&](auto& p) { return p.get() == o; }));
-  nodes_.erase(std::find_if(nodes_.begin(), nodes_.end(), [&](auto& p) { return p.get() == n; }));
+  remove_uses(n);
+  unlink(n);
+  auto release = [](auto& pool, auto* x) {  // swap the pool's last entry into x's slot
+    const uint32_t i = x->slot_;
+    pool[i] = std::move(pool.back());
+    pool[i]->slot_ = i;
+    pool.pop_back();
+  };
+  for (Value* o : n->outputs) release(values_, o);
+  release(pool_, n);
 }
 
 }  // namespace kiln::graph

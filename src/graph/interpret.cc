@@ -32,10 +32,8 @@ ops::Arg concrete(ops::Arg a, const SymEnv& env) {
 std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs) {
   KILN_CHECK(inputs.size() == g.inputs().size(), "graph interpret: the graph takes ", g.inputs().size(),
              " inputs, got ", inputs.size());
-  const auto& nodes = g.nodes();
-  std::unordered_map<const Value*, size_t> last_use;
-  for (size_t i = 0; i < nodes.size(); ++i)
-    for (const Value* v : nodes[i]->inputs()) last_use[v] = i;
+  std::unordered_map<const Value*, const Node*> last_use;
+  for (const Node* n : g.nodes()) each_input(*n, [&](const Value* v) { last_use[v] = n; });
   std::unordered_map<const Value*, Tensor> env;
   SymEnv symbols;
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -55,8 +53,9 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
     KILN_CHECK(it != env.end(), "graph interpret: value #", v->id, " is used before it is computed");
     return it->second;
   };
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    const Node& n = *nodes[i];
+  size_t i = 0;
+  for (const Node* np : g.nodes()) {
+    const Node& n = *np;
     std::vector<Tensor> outs;
     if (n.kind == NodeKind::Constant) {
       outs = {n.literal};
@@ -75,7 +74,8 @@ std::vector<Tensor> interpret(const Graph& g, const std::vector<Tensor>& inputs)
     for (size_t k = 0; k < outs.size(); ++k)
       if (g.has_uses(n.outputs[k])) env[n.outputs[k]] = std::move(outs[k]);
     for (const Value* v : n.inputs())
-      if (last_use[v] == i && !g.is_output(v)) env.erase(v);
+      if (last_use[v] == np && !g.is_output(v)) env.erase(v);
+    ++i;
   }
   std::vector<Tensor> result;
   for (const Value* v : g.outputs()) result.push_back(get(v));

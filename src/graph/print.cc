@@ -19,7 +19,7 @@ std::string syms(const SymShape& s) {
 
 class Printer {
  public:
-  explicit Printer(const Graph& g) : g_(g) {}
+  Printer(const Graph& g, const PrintOptions& o) : g_(g), options_(o) {}
 
   std::string run() {
     std::string s = "graph(";
@@ -117,10 +117,13 @@ class Printer {
     std::string rhs = n.kind == NodeKind::Constant ? constant(n) : call(n);
     std::string lhs;
     for (size_t i = 0; i < n.outputs.size(); ++i) lhs += (i ? ", " : "") + define(n.outputs[i]) + ": " + type(n.outputs[i]->spec);
-    return (lhs.empty() ? "()" : lhs) + " = " + rhs;
+    std::string s = (lhs.empty() ? "()" : lhs) + " = " + rhs;
+    if (options_.origins && n.origin.known()) s += "  # " + origin_str(n.origin);
+    return s;
   }
 
   const Graph& g_;
+  const PrintOptions& options_;
   std::unordered_map<const Value*, std::string> names_;
   int counter_ = 0;
 };
@@ -139,7 +142,16 @@ std::string spec_str(const TensorSpec& spec) {
   return s + "}";
 }
 
-std::string print(const Graph& g) { return Printer(g).run(); }
-  ops::SuspendDispatchMode eager;  // constants are read with eager ops
+std::string origin_str(const Origin& o) {
+  std::string s = ops::op_info(o.op).name;
+  if (o.backward) s += " backward";
+  if (o.file) s += detail::cat(" @ ", o.file, ":", o.line);
+  return s;
+}
+
+std::string print(const Graph& g, const PrintOptions& options) {
+  ops::SuspendDispatchMode eager;  // constants are read with eager ops, never recorded
+  return Printer(g, options).run();
+}
 
 }  // namespace kiln::graph

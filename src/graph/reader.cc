@@ -78,6 +78,14 @@ Lexer::Lexer(const std::string& s) {
       t.kind = is_float ? Token::Float : Token::Int;
       t.text = s.substr(i, j - i);
       advance(j - i);
+    } else if (c == '#') {
+      size_t j = s.find('\n', i);
+      if (j == std::string::npos) j = s.size();
+      const size_t b = s.find_first_not_of(" \t", i + 1);
+      size_t e = s.find_last_not_of(" \t\r", j - 1);
+      t.kind = Token::Origin;
+      t.text = b < j && e != std::string::npos && e >= b ? s.substr(b, e + 1 - b) : "";
+      advance(j - i);
     } else if (c == '"') {
       size_t j = i + 1;
       std::string v;
@@ -140,6 +148,7 @@ void Lexer::fail(const Token& at, const std::string& message) const {
   std::string got = at.kind == Token::End ? "end of input"
                     : at.kind == Token::Ref ? "%" + at.text
                     : at.kind == Token::Str ? format_string(at.text)
+                    : at.kind == Token::Origin ? "# " + at.text
                                             : at.text;
   detail::fail(detail::cat(at.line, ":", std::abs(at.col), ": ", message, " (got ", got, ")"));
 }

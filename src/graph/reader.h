@@ -10,14 +10,15 @@
 namespace kiln::graph {
 
 struct Token {
-  enum Kind : uint8_t { End, Ref, Ident, Int, Float, Str, Punct } kind = End;
-  std::string text;  // Ref: the name after %; Str: unescaped contents
+  enum Kind : uint8_t { End, Ref, Ident, Int, Float, Str, Punct, Origin } kind = End;
+  std::string text;  // Ref: the name after %; Str: unescaped contents; Origin: the rest of the line after '#', trimmed
   int line = 1, col = 1;
 };
 
 class Lexer {
  public:
-  // Lines whose first non-blank characters are "//" are comments.
+  // Lines whose first non-blank characters are "//" are comments; '#' starts a node's origin,
+  // which runs to the end of its line.
   explicit Lexer(const std::string& text);
   const Token& peek(size_t ahead = 0) const;
   Token next();

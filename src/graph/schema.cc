@@ -1,6 +1,7 @@
 #include "graph/schema.h"
 
 #include <array>
+#include <cmath>
 #include <mutex>
 
 #include "ops/schema.h"
@@ -100,7 +101,10 @@ bool arg_matches(const SchemaArg& s, const NodeArg& a) {
 
 namespace kiln::graph {
 
-static bool same_double(double a, double b) { return a == b || (a != a && b != b); }
+// NaN equals NaN; 0.0 and -0.0 differ (x * -0.0 is not x * 0.0).
+static bool same_double(double a, double b) {
+  return (a == b && std::signbit(a) == std::signbit(b)) || (a != a && b != b);
+}
 
 bool arg_equal(const NodeArg& a, const NodeArg& b) {
   if (a.index() != b.index()) return false;

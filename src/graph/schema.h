@@ -36,6 +36,7 @@ const char* arg_kind_name(const NodeArg& a);
 }  // namespace kiln::graph
 
 namespace kiln::graph {
-// Equal arguments: the same values (by identity), numbers and lists; NaN equals NaN.
+// Equal arguments: the same values (by identity), numbers and lists; NaN equals NaN, 0.0 and
+// -0.0 differ.
 bool arg_equal(const NodeArg& a, const NodeArg& b);
 }  // namespace kiln::graph

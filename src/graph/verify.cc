@@ -1,11 +1,23 @@
-// The verifier: SSA form, op schemas, and output specs that match what each op's meta computes.
-#include <algorithm>
+// The verifier: SSA form, op schemas, output specs that match what each op's meta computes, and
+// the graph's own bookkeeping (users lists, order index). Linear in the graph's size.
 #include <unordered_set>
 
 #include "graph/graph.h"
 #include "graph/schema.h"
 
 namespace kiln::graph {
+
+// Reads the bookkeeping the graph keeps private (a friend of Value and Node).
+struct UseCheck {
+  // Whether n's use number k (of value v) is in v's users list where n says it is.
+  static bool recorded(const Node& n, size_t k, const Value* v) {
+    if (k >= n.use_slot_.size()) return false;
+    const uint32_t i = n.use_slot_[k];
+    return i < v->users.size() && i < v->user_use_.size() && v->users[i] == &n && v->user_use_[i] == k;
+  }
+  static size_t num_uses(const Node& n) { return n.use_slot_.size(); }
+};
+
 namespace {
 
 std::string value_str(const Value* v) { return v->name.empty() ? "value #" + std::to_string(v->id) : "%" + v->name; }
@@ -15,13 +27,23 @@ class Verifier {
   explicit Verifier(const Graph& g) : g_(g) {}
 
   void run() {
+    defined_.reserve(g_.inputs().size() + 2 * g_.nodes().size());  // most nodes have one output
     for (const Value* v : g_.inputs()) {
       if (!defined_.insert(v).second) detail::fail("graph verify: input " + value_str(v) + " is listed twice");
       if (v->producer) detail::fail("graph verify: input " + value_str(v) + " also has a producer");
     }
-    for (size_t i = 0; i < g_.nodes().size(); ++i) node(i, *g_.nodes()[i]);
-    for (const Value* v : g_.outputs())
+    size_t i = 0;
+    const Node* prev = nullptr;
+    for (const Node* n : g_.nodes()) {
+      if (prev && !prev->before(*n)) fail(i, *n, "its order index is not after its predecessor's");
+      node(i++, *n);
+      prev = n;
+    }
+    if (i != g_.nodes().size()) detail::fail(detail::cat("graph verify: the graph counts ", g_.nodes().size(), " nodes, its list holds ", i));
+    for (const Value* v : g_.outputs()) {
       if (!v || !defined_.count(v)) detail::fail("graph verify: a graph output is not a value of the graph");
+      if (!g_.is_output(v)) detail::fail("graph verify: output " + value_str(v) + " is not marked as an output");
+    }
   }
 
  private:
@@ -54,12 +76,13 @@ class Verifier {
       if (!arg_matches(sc.args[k], n.args[k]))
         fail(i, n, detail::cat("argument ", sc.args[k].name, " should be ", sc.args[k].type_text, ", got ", arg_kind_name(n.args[k])));
     }
-    for (const Value* v : n.inputs()) {
+    size_t k = 0;
+    each_input(n, [&](const Value* v) {
       if (!defined_.count(v)) fail(i, n, "uses " + value_str(v) + " before its definition");
       // Passes edit through the users lists; a stale one would mislead DCE and replace_all_uses.
-      if (std::find(v->users.begin(), v->users.end(), &n) == v->users.end())
-        fail(i, n, "is missing from the users of " + value_str(v));
-    }
+      if (!UseCheck::recorded(n, k++, v)) fail(i, n, "is missing from the users of " + value_str(v));
+    });
+    if (k != UseCheck::num_uses(n)) fail(i, n, "its arguments changed without Graph::set_args (stale users lists)");
     if (sc.num_returns >= 0 && int(n.outputs.size()) != sc.num_returns)
       fail(i, n, detail::cat("has ", n.outputs.size(), " outputs; the op returns ", sc.num_returns));
     std::vector<TensorSpec> want;

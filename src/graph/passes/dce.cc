@@ -4,9 +4,8 @@
 namespace kiln::graph {
 
 void dce(Graph& g) {
-  std::vector<Node*> order;
-  for (const auto& n : g.nodes()) order.push_back(n.get());
-  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+  const NodeRange nodes = g.nodes();
+  for (auto it = nodes.rbegin(); it != nodes.rend(); ++it) {  // erasing *it keeps `it` valid
     Node* n = *it;
     if (n->kind == NodeKind::Call && (ops::op_info(n->op).flags & ops::MUTATES)) continue;
     bool used = false;

@@ -86,9 +86,7 @@ bool try_identity(Graph& g, Node* n) {
 }  // namespace
 
 void fold(Graph& g) {
-  std::vector<Node*> order;
-  for (const auto& n : g.nodes()) order.push_back(n.get());
-  for (Node* n : order) {
+  for (Node* n : g.nodes()) {  // erasing n, and the constants before it, keeps the iteration valid
     if (n->kind != NodeKind::Call) continue;
     if (!try_evaluate(g, n) && !try_identity(g, n)) continue;
     std::vector<Value*> ins = n->inputs();

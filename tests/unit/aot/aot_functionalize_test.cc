@@ -2,24 +2,14 @@
 // functional graph gives the original's outputs and input writes on random inputs.
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "aot/aot.h"
 #include "core/tensor_impl.h"
+#include "graph/pass_manager.h"
+#include "support/golden.h"
 #include "support/test_util.h"
 
 namespace kiln::aot {
 namespace {
-
-std::string read_text(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 std::vector<Tensor> random_inputs(const graph::Graph& g) {
   std::vector<Tensor> r;
@@ -78,32 +68,31 @@ void check_same_effects(const std::string& ir) {
   }
 }
 
+// The graphs of a pipeline's output: one, or several after "// <name>" lines (partition).
+std::vector<std::string> graph_sections(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = text.rfind("graph(", 0) == 0 ? 0 : text.find("\ngraph("); at != std::string::npos;) {
+    if (text[at] == '\n') ++at;
+    size_t end = text.find("\n// ", at);
+    out.push_back(text.substr(at, end == std::string::npos ? std::string::npos : end + 1 - at));
+    at = end == std::string::npos ? end : text.find("\ngraph(", end);
+  }
+  return out;
+}
+
+// tests/golden/aot/*.kir: aot pipelines through the pass manager (functionalize, decompose,
+// joint, partition; support/golden.h). Each expected graph round-trips through the parser; the
+// functionalize goldens' inputs also run through the interpreter against their functional form.
 TEST(AotFunctionalize, Golden) {
-  const auto dir = std::filesystem::path(KILN_SOURCE_DIR) / "tests/golden/aot";
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".kir") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  EXPECT_GE(files.size(), 5u);
-  const bool update = std::getenv("KILN_UPDATE_GOLDEN") != nullptr;
-  for (const auto& p : files) {
-    SCOPED_TRACE(p.filename().string());
-    const std::string text = read_text(p);
-    const std::string mark = "// expected:\n";
-    const size_t m = text.find(mark), eol = text.find('\n');
-    ASSERT_NE(m, std::string::npos);
-    ASSERT_EQ(text.substr(0, eol), "// aot: functionalize");
-    const std::string input = text.substr(eol + 1, m - eol - 1);
-    graph::Graph f = functionalize(graph::parse(input));
-    graph::verify(f);
-    const std::string got = graph::print(f);
-    if (update) {
-      std::ofstream(p) << text.substr(0, m + mark.size()) << got;
-      continue;
-    }
-    EXPECT_EQ(got, text.substr(m + mark.size()));
-    EXPECT_EQ(graph::print(graph::parse(got)), got);  // the expected text round-trips
-    check_same_effects(input);
+  const auto goldens = test::check_goldens("aot", graph::run_pipeline);
+  EXPECT_GE(goldens.size(), 9u);
+  for (const test::Golden& g : goldens) {
+    SCOPED_TRACE(g.path.filename().string());
+    const graph::PrintOptions options{.origins = g.pipeline.rfind("--origins", 0) == 0};
+    const std::vector<std::string> sections = graph_sections(g.expected);
+    EXPECT_EQ(sections.size(), g.pipeline.find("partition") != std::string::npos ? 2u : 1u);
+    for (const std::string& text : sections) EXPECT_EQ(graph::print(graph::parse(text), options), text);
+    if (g.pipeline == "functionalize") check_same_effects(g.input);
   }
 }
 

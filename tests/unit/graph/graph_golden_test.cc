@@ -1,64 +1,24 @@
-// Golden pass tests: each tests/golden/graph/*.kir holds "// passes: a,b", the input IR,
-// "// expected:" and the IR the passes must print. Both graphs must verify, and the expected
-// text must round-trip through the parser unchanged.
+// Golden pass tests: each tests/golden/graph/*.kir names a pipeline, holds the input IR and the IR
+// the pipeline must print (support/golden.h; KILN_UPDATE_GOLDENS=1 rewrites them). The pass
+// manager verifies the graph after every pass (kiln_tests turns verification on), and the
+// expected text must round-trip through the parser unchanged.
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include "graph/graph.h"
-#include "graph/passes/passes.h"
+#include "graph/pass_manager.h"
+#include "support/golden.h"
 #include "support/test_util.h"
 
 namespace kiln::graph {
 namespace {
 
-struct Golden {
-  std::vector<std::string> passes;
-  std::string input, expected;
-};
-
-Golden read_golden(const std::filesystem::path& p) {
-  std::ifstream f(p);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  const std::string text = ss.str();
-  Golden g;
-  const std::string head = "// passes:";
-  EXPECT_EQ(text.rfind(head, 0), 0u) << p << " must start with " << head;
-  const size_t eol = text.find('\n');
-  std::stringstream names(text.substr(head.size(), eol - head.size()));
-  for (std::string n; std::getline(names, n, ',');) {
-    n.erase(0, n.find_first_not_of(' '));
-    n.erase(n.find_last_not_of(' ') + 1);
-    if (!n.empty()) g.passes.push_back(n);
-  }
-  const std::string mark = "// expected:\n";
-  const size_t m = text.find(mark);
-  EXPECT_NE(m, std::string::npos) << p << " has no '// expected:' line";
-  g.input = text.substr(eol + 1, m - eol - 1);
-  g.expected = text.substr(m + mark.size());
-  return g;
-}
-
 TEST(GraphGolden, EveryFilePasses) {
-  const std::filesystem::path dir = std::filesystem::path(KILN_SOURCE_DIR) / "tests/golden/graph";
-  std::vector<std::filesystem::path> files;
-  for (const auto& e : std::filesystem::directory_iterator(dir))
-    if (e.path().extension() == ".kir") files.push_back(e.path());
-  std::sort(files.begin(), files.end());
-  EXPECT_GE(files.size(), 12u);
-  for (const auto& p : files) {
-    SCOPED_TRACE(p.filename().string());
-    const Golden gold = read_golden(p);
+  const auto goldens = test::check_goldens("graph", run_pipeline);
+  EXPECT_GE(goldens.size(), 12u);
+  for (const test::Golden& g : goldens) {
+    SCOPED_TRACE(g.path.filename().string());
     try {
-      Graph g = parse(gold.input);
-      verify(g);
-      run_passes(g, gold.passes);
-      verify(g);
-      EXPECT_EQ(print(g), gold.expected);
-      EXPECT_EQ(print(parse(gold.expected)), gold.expected);
+      EXPECT_EQ(print(parse(g.expected)), g.expected);
     } catch (const Error& e) {
       ADD_FAILURE() << e.what();
     }
@@ -84,14 +44,12 @@ std::optional<Tensor> random_input(const Value* v) {
 // The passes must not change what a graph computes: run the input and the optimized graph on
 // the same random inputs (golden files without random ops and with concrete sizes).
 TEST(GraphGolden, PassesPreserveResults) {
-  const std::filesystem::path dir = std::filesystem::path(KILN_SOURCE_DIR) / "tests/golden/graph";
   int checked = 0;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) {
-    if (e.path().extension() != ".kir") continue;
-    SCOPED_TRACE(e.path().filename().string());
-    const Golden gold = read_golden(e.path());
+  for (const auto& path : test::golden_files("graph")) {
+    SCOPED_TRACE(path.filename().string());
+    const test::Golden gold = test::read_golden(path);
     Graph before = parse(gold.input), after = parse(gold.input);
-    run_passes(after, gold.passes);
+    PassManager::parse(gold.pipeline).run(after);
     if (has_random_op(before)) continue;
     std::vector<Tensor> a, b;
     bool concrete = true;

@@ -55,7 +55,7 @@ Built build() {
 
 TEST(GraphBuilder, InfersSpecsOfMultiOutputAndListOps) {
   Built b = build();
-  const auto& nodes = b.g.nodes();
+  const std::vector<Node*> nodes(b.g.nodes().begin(), b.g.nodes().end());
   // t(w) is a transposed view: strides (1, 3).
   EXPECT_EQ(spec_str(nodes[0]->outputs[0]->spec), "f32[3, 5]{strides=[1, 3]}");
   ASSERT_EQ(nodes[2]->outputs.size(), 2u);
