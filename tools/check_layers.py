@@ -67,7 +67,7 @@ PUBLIC = {
     "kiln/kiln.h": "top",
 }
 # Generated sources (under --gen) and the component they belong to.
-GENERATED_SOURCES = {"ops_gen.cc": "ops"}
+GENERATED_SOURCES = {"ops_gen.cc": "ops", "ops/args_gen.h": "ops"}
 
 SOURCE_SUFFIXES = (".h", ".cc", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -34,7 +34,8 @@ enum class OpFamily : uint8_t {
 };
 // The output dtype rule of an op's first output (ops.def's dtype column).
 enum class DTypeRule : uint8_t { NONE, SAME, PROMOTE, INT_TO_FLOAT, INT_TO_LONG, BOOL, LONG, ARG };
-const char* family_name(OpFamily f);
+const char* family_name(OpFamily f);     // "pointwise", ...
+const char* dtype_rule_name(DTypeRule r);  // "int_to_float", ...; "none"
 enum OpFlag : uint32_t {
   DIFF = 1, METHOD = 2, INPLACE = 4, SCALAR = 8, RANDOM = 16, DATADEP = 32, MUTATES = 64
 };
@@ -44,6 +45,8 @@ using Arg = std::variant<std::monostate, Tensor, TensorList, Scalar, int64_t, do
                          std::vector<int64_t>, SymInt, SymShape, DType, Device, std::string,
                          std::vector<double>>;
 
+// Read an op's arguments by name through its typed view (ops/args_gen.h, generated from the
+// schema): `ops::args::sum s{a}; s.keepdim()` rather than `a.b(2)`.
 struct Args {
   OpId op;
   std::vector<Arg> v;
@@ -60,11 +63,13 @@ struct Args {
   double f64(size_t i) const;
   std::optional<double> opt_f64(size_t i) const;
   bool b(size_t i) const;
+  std::optional<bool> opt_b(size_t i) const;
   const std::vector<int64_t>& ints(size_t i) const;
   std::optional<std::vector<int64_t>> opt_ints(size_t i) const;
   SymInt symint(size_t i) const;
   std::optional<SymInt> opt_symint(size_t i) const;
   const SymShape& symints(size_t i) const;
+  std::optional<SymShape> opt_symints(size_t i) const;
   DType dtype(size_t i) const;
   std::optional<DType> opt_dtype(size_t i) const;
   std::optional<Device> opt_device(size_t i) const;

@@ -52,3 +52,24 @@ TEST(OpRegistry, PrimSetIsAboutTheDesignedSize) {
   EXPECT_GE(prims, 100);
   EXPECT_LE(prims, 130);
 }
+
+TEST(OpRegistry, FamilyAndDtypeColumnsAgreeWithKindAndFlags) {
+  for (int i = 0; i < kNumOps; ++i) {
+    const OpInfo& op = op_info(OpId(i));
+    // The view prims are the VIEW family's prims; composites of views are VIEW too.
+    if (op.kind == OpKind::VIEW) EXPECT_EQ(op.family, OpFamily::VIEW) << op.name;
+    if (op.kind == OpKind::PRIM) EXPECT_NE(op.family, OpFamily::VIEW) << op.name << ": a view family prim is a VIEW";
+    if (op.family == OpFamily::RANDOM) EXPECT_TRUE(op.flags & RANDOM) << op.name;
+    if (op.family == OpFamily::MUTATION) EXPECT_TRUE(op.flags & MUTATES) << op.name;
+    // Every prim has a dtype rule (full's dtype comes from its fill value: no rule); composites
+    // have none unless their family's meta serves their fast kernel.
+    if (op.kind != OpKind::COMPOSITE && op.id != OpId::full)
+      EXPECT_NE(op.dtype_rule, DTypeRule::NONE) << op.name << ": a prim without a dtype rule";
+    if (op.kind == OpKind::COMPOSITE && op.dtype_rule != DTypeRule::NONE)
+      EXPECT_TRUE(op.kernel(kiln::DeviceType::CPU) && op.meta) << op.name << ": a composite with a dtype rule but no fast kernel";
+  }
+  EXPECT_STREQ(family_name(OpFamily::POINTWISE), "pointwise");
+  EXPECT_STREQ(family_name(OpFamily::NN), "nn");
+  EXPECT_STREQ(dtype_rule_name(DTypeRule::INT_TO_FLOAT), "int_to_float");
+  EXPECT_STREQ(dtype_rule_name(DTypeRule::ARG), "arg");
+}
