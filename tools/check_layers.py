@@ -52,6 +52,7 @@ PUBLIC = {
     "kiln/symint.h": "base",
     "kiln/log.h": "base",
     "kiln/tensor.h": "core",
+    "kiln/grad_mode.h": "core",
     "kiln/tensor_methods_gen.inc": "core",  # generated; the Tensor methods tensor.h declares
     "kiln/ops.h": "ops",
     "kiln/ops_gen.h": "ops",  # generated from ops.def
@@ -67,7 +68,7 @@ PUBLIC = {
     "kiln/kiln.h": "top",
 }
 # Generated sources (under --gen) and the component they belong to.
-GENERATED_SOURCES = {"ops_gen.cc": "ops"}
+GENERATED_SOURCES = {"ops_gen.cc": "ops", "ops/args_gen.h": "ops"}
 
 SOURCE_SUFFIXES = (".h", ".cc", ".inc")
 INCLUDE_RE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]')

@@ -192,7 +192,7 @@ void bind_dtypes(nb::module_& m) {
       .def("__init__", [](PyDevice* self, const std::string& type, int index) {
         new (self) PyDevice{Device((type + ":" + std::to_string(index)).c_str())};
       })
-      .def_prop_ro("type", [](const PyDevice& d) { return d.device.is_cpu() ? "cpu" : "cuda"; })
+      .def_prop_ro("type", [](const PyDevice& d) { return name(d.device.type); })
       .def_prop_ro("index", [](const PyDevice& d) { return d.device.index; })
       .def("__eq__", [](const PyDevice& a, nb::handle b) {
         auto d = as_device(b);
@@ -200,7 +200,10 @@ void bind_dtypes(nb::module_& m) {
       })
       .def("__hash__", [](const PyDevice& d) { return int(d.device.type) * 1000 + d.device.index; })
       .def("__str__", [](const PyDevice& d) { return d.device.str(); })
-      .def("__repr__", [](const PyDevice& d) { return "device(type='" + std::string(d.device.is_cpu() ? "cpu" : "cuda") + "')"; });
+      .def("__repr__", [](const PyDevice& d) {
+        const std::string type = std::string("device(type='") + name(d.device.type) + "'";
+        return d.device.is_cpu() ? type + ")" : type + ", index=" + std::to_string(d.device.index) + ")";
+      });
 }
 
 }  // namespace kiln::py

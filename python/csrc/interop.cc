@@ -194,11 +194,13 @@ void bind_interop(nb::module_& m, nb::handle tensor_cls) {
       dt = as_dtype(dtype);
       if (!dt) throw nb::type_error("tensor(): dtype must be a kiln.dtype");
     }
+    std::optional<Device> dev;
     if (!device.is_none()) {
-      auto d = as_device(device);
-      KILN_CHECK(d && d->is_cpu(), "tensor(): only device='cpu' is available in this build");
+      dev = as_device(device);
+      if (!dev) throw nb::type_error("tensor(): device must be a kiln.device or a string like 'cpu'");
     }
     Tensor t = tensor_from_data(data, dt);
+    if (dev) t = t.to(*dev);  // made on the host, then moved
     if (requires_grad) t.requires_grad_(true);
     return t;
   }, nb::arg("data"), nb::kw_only(), nb::arg("dtype").none() = nb::none(), nb::arg("device").none() = nb::none(),

@@ -205,6 +205,9 @@ void bind_ops(nb::module_& m, nb::handle tensor_cls) {
       d["name"] = ops::op_schema(OpId(i)).name;
       d["schema"] = info.schema;
       d["kind"] = info.kind == ops::OpKind::PRIM ? "prim" : info.kind == ops::OpKind::VIEW ? "view" : "composite";
+      d["family"] = ops::family_name(info.family);
+      if (info.dtype_rule == ops::DTypeRule::NONE) d["dtype_rule"] = nb::none();
+      else d["dtype_rule"] = ops::dtype_rule_name(info.dtype_rule);
       nb::list flags;
       const char* flag_names[] = {"diff", "method", "inplace", "scalar", "random", "datadep", "mutates"};
       for (int f = 0; f < 7; f++)
@@ -214,7 +217,8 @@ void bind_ops(nb::module_& m, nb::handle tensor_cls) {
       out.append(d);
     }
     return out;
-  }, "Every op in kiln's registry (ops.def): id, public name, schema, kind, flags.");
+  }, "Every op in kiln's registry (ops.def): id, public name, schema, kind, family, dtype_rule (None: no rule), "
+     "flags, num_outputs.");
 }
 
 }  // namespace kiln::py

@@ -18,12 +18,6 @@ using graph::Graph;
 using graph::Node;
 using graph::Value;
 
-bool is_reduction(ops::OpId op) {
-  using ops::OpId;
-  return op == OpId::sum || op == OpId::prod || op == OpId::amax || op == OpId::amin || op == OpId::argmax ||
-         op == OpId::argmin;
-}
-
 // Values reachable backward from `roots`, not crossing `stop`.
 std::unordered_set<const Value*> ancestors(const std::vector<Value*>& roots, const std::unordered_set<const Value*>& stop) {
   std::unordered_set<const Value*> seen;
@@ -93,24 +87,22 @@ int64_t value_bytes(const Value* v) {
 }
 
 bool recomputable(const Node& n) {
-  using ops::OpId;
   if (n.kind == graph::NodeKind::Constant) return true;
   const ops::OpInfo& info = ops::op_info(n.op);
   if (info.flags & (ops::RANDOM | ops::MUTATES)) return false;
   if (info.kind == ops::OpKind::VIEW) return true;
-  // ops.def lists the elementwise prims from neg to nextafter.
-  if (n.op >= OpId::neg && n.op <= OpId::nextafter) return true;
-  switch (n.op) {
-    case OpId::where: case OpId::convert_element_type: case OpId::cat: case OpId::constant_pad:
-    case OpId::flip: case OpId::full: case OpId::iota:
-      return true;
-    default: break;
+  // A composite left in the graph runs its own kernel: its cost is unknown here, so it is saved.
+  if (info.kind == ops::OpKind::COMPOSITE) return false;
+  switch (info.family) {
+    case ops::OpFamily::POINTWISE: case ops::OpFamily::LAYOUT: case ops::OpFamily::CREATION:
+      return true;  // one cheap pass over the output
+    case ops::OpFamily::REDUCTION: {  // cheap to redo only when the input is not much bigger
+      const Value* in = n.inputs().at(0);
+      return value_bytes(in) <= 4 * value_bytes(n.outputs.at(0));
+    }
+    default:
+      return false;  // linalg, sort, scans, indexing, data-dependent: never recomputed
   }
-  if (is_reduction(n.op)) {  // cheap to redo only when the input is not much bigger
-    const Value* in = std::get<Value*>(n.args.at(0));
-    return value_bytes(in) <= 4 * value_bytes(n.outputs.at(0));
-  }
-  return false;  // matmul, convolution, sort, scans, gather/scatter...: never recomputed
 }
 
 Partition partition(const Joint& j, const PartitionOptions& options) {

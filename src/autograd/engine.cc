@@ -13,12 +13,8 @@
 
 namespace kiln {
 namespace {
-thread_local bool t_grad_enabled = true;
 std::atomic<uint64_t> g_seq{0};
 }  // namespace
-
-bool is_grad_enabled() { return t_grad_enabled; }
-void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
 
 namespace autograd {
 

@@ -30,9 +30,11 @@ graph::NodeArg mapped(const graph::NodeArg& a, const ValueMap& m) {
   return a;
 }
 
-// Appends src's nodes to dst; m must map src's inputs and gets every other value added.
+// Appends src's nodes to dst, each keeping its origin (the user's op and line; backward marks);
+// m must map src's inputs and gets every other value added.
 void append_nodes(const graph::Graph& src, graph::Graph& dst, ValueMap& m) {
   for (const auto& n : src.nodes()) {
+    graph::Graph::OriginScope origin(dst, n->origin);
     if (n->kind == graph::NodeKind::Constant) {
       m[n->outputs[0]] = dst.add_constant(n->literal, n->wrapped);
       continue;

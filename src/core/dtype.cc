@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "scalar/cast.h"
+
 namespace kiln {
 namespace {
 DType g_default_float = DType::Float32;
@@ -48,41 +50,9 @@ void set_default_float_dtype(DType t) {
 
 std::ostream& operator<<(std::ostream& os, DType t) { return os << name(t); }
 
-uint16_t Half::from_float(float f) {
-  uint32_t x;
-  std::memcpy(&x, &f, 4);
-  const uint32_t sign = (x >> 16) & 0x8000;
-  x &= 0x7fffffff;
-  if (x >= 0x7f800000) return uint16_t(sign | 0x7c00 | (x > 0x7f800000 ? 0x200 : 0));  // inf/nan
-  if (x >= 0x477ff000) return uint16_t(sign | 0x7c00);                                 // overflow
-  if (x < 0x38800000) {  // subnormal half (or zero): round to nearest even at 2^-24
-    float af;
-    std::memcpy(&af, &x, 4);
-    float scaled = af * 16777216.0f;  // 2^24: value in units of the smallest subnormal
-    uint32_t m = uint32_t(std::nearbyint(scaled));
-    return uint16_t(sign | m);
-  }
-  uint32_t m = x + 0xc8000fff + ((x >> 13) & 1);  // rebias exponent, round to nearest even
-  return uint16_t(sign | (m >> 13));
-}
-
-float Half::to_float(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16;
-  const uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  uint32_t x;
-  if (exp == 0) {
-    float f = std::ldexp(float(man), -24);
-    std::memcpy(&x, &f, 4);
-    x |= sign;
-  } else if (exp == 31) {
-    x = sign | 0x7f800000 | (man << 13);
-  } else {
-    x = sign | ((exp + 112) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &x, 4);
-  return f;
-}
+// The one IEEE binary16 conversion: the scalar header's, which generated kernels share.
+uint16_t Half::from_float(float f) { return scalar::float_to_float16(f); }
+float Half::to_float(uint16_t h) { return scalar::float16_to_float(h); }
 
 bool Scalar::operator==(const Scalar& o) const {
   if (kind_ == Kind::Float || o.kind_ == Kind::Float) return to_double() == o.to_double();
@@ -100,21 +70,30 @@ std::string Scalar::str() const {
 }
 std::ostream& operator<<(std::ostream& os, const Scalar& s) { return os << s.str(); }
 
-Device::Device(const char* spec) {
-  std::string s = spec;
-  if (s == "cpu") {
-    type = DeviceType::CPU;
-  } else if (s.rfind("cuda", 0) == 0) {
-    type = DeviceType::CUDA;
-    if (s.size() > 4) {
-      KILN_CHECK(s[4] == ':' && s.size() > 5, "bad device string '", s, "'");
-      index = int16_t(std::stoi(s.substr(5)));
-    }
-  } else {
-    detail::fail("bad device string '" + s + "'", "use \"cpu\", \"cuda\" or \"cuda:N\"");
-  }
+const char* name(DeviceType t) {
+  static const char* const names[kNumDeviceTypes] = {"cpu", "cuda", "privateuseone"};
+  return names[int(t)];
 }
-std::string Device::str() const { return is_cpu() ? "cpu" : "cuda:" + std::to_string(index); }
+
+Device::Device(const char* spec) {
+  const std::string s = spec;
+  const size_t colon = s.find(':');
+  const std::string type_name = s.substr(0, colon);
+  int t = 0;
+  while (t < kNumDeviceTypes && type_name != name(DeviceType(t))) ++t;
+  int64_t idx = 0;
+  bool ok = t < kNumDeviceTypes;
+  if (ok && colon != std::string::npos) {  // ":N", N a small non-negative integer
+    const std::string digits = s.substr(colon + 1);
+    ok = !digits.empty() && digits.size() <= 4 && digits.find_first_not_of("0123456789") == std::string::npos;
+    if (ok) idx = std::stoi(digits);
+  }
+  ok = ok && !(DeviceType(t) == DeviceType::CPU && idx != 0);  // one host
+  if (!ok) detail::fail("bad device string '" + s + "'", "use \"cpu\", \"cuda\" or \"cuda:N\"");
+  type = DeviceType(t);
+  index = int16_t(idx);
+}
+std::string Device::str() const { return is_cpu() ? "cpu" : std::string(name(type)) + ":" + std::to_string(index); }
 std::ostream& operator<<(std::ostream& os, const Device& d) { return os << d.str(); }
 
 }  // namespace kiln

@@ -1,8 +1,20 @@
 #include <kiln/error.h>
 
-#include "ops/dispatch.h"
+#include "core/call_site.h"
 
 namespace kiln {
+
+namespace {
+thread_local const SourceLoc* t_site = nullptr;
+}  // namespace
+
+CallSite::CallSite(const SourceLoc& loc) : owner_(t_site == nullptr) {
+  if (owner_) t_site = &loc;
+}
+CallSite::~CallSite() {
+  if (owner_) t_site = nullptr;
+}
+const SourceLoc* current_call_site() { return t_site; }
 
 Error::Error(Info info) : std::runtime_error(render(info)), info_(std::move(info)) {}
 
@@ -21,7 +33,7 @@ void fail(std::string message, std::string hint) {
   Error::Info info;
   info.message = std::move(message);
   info.hint = std::move(hint);
-  if (const SourceLoc* loc = ops::current_call_site()) {
+  if (const SourceLoc* loc = current_call_site()) {
     info.file = loc->file_name();
     info.line = loc->line();
   }

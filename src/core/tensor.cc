@@ -1,34 +1,31 @@
-#include <kiln/autograd.h>
-#include <kiln/ops.h>
+// Storage, TensorImpl and the Tensor methods that need nothing above core: metadata and reading
+// one element. The methods that run ops live in ops (src/ops/tensor_ops.cc), the autograd ones
+// in autograd (src/autograd/engine.cc).
+#include <kiln/tensor.h>
 
-#include <cstdlib>
+#include <algorithm>
 
-#include "autograd/engine.h"
-#include "core/allocator.h"
+#include "core/call_site.h"
+#include "core/element.h"
 #include "core/tensor_impl.h"
-#include "eager/cpu/loops.h"
-#include "ops/dispatch.h"
+#include "runtime/device.h"
 
 namespace kiln {
 
 // ------------------------------------------------------------------------------ Storage
 Storage::~Storage() {
-  if (deleter && data) {
-    deleter(data);
-    if (device.is_cpu()) cpu_track_live(-ptrdiff_t(nbytes));
-  }
+  if (owned && data) runtime::find_device(device.type)->deallocate(data, nbytes, device.index);
 }
 
 std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
-  KILN_CHECK(device.is_cpu(), "allocating on ", device.str(), ": this build of kiln has no CUDA runtime yet");
+  runtime::DeviceInterface& dev = runtime::device_interface(device.type);  // a kiln::Error if none
   auto s = std::make_shared<Storage>();
   s->nbytes = nbytes;
   s->device = device;
   if (nbytes > 0) {
-    s->data = cpu_alloc(nbytes);
-    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes");
-    s->deleter = cpu_deleter(nbytes);
-    cpu_track_live(ptrdiff_t(nbytes));
+    s->data = dev.allocate(nbytes, device.index);
+    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes", device.is_cpu() ? "" : " on " + device.str());
+    s->owned = true;
   }
   return s;
 }
@@ -82,11 +79,6 @@ char* TensorImpl::data() const {
   KILN_CHECK(!storage->fake, "this is a fake tensor (metadata only, as seen while tracing): it has no data",
              " to read");
   return static_cast<char*>(storage->data) + offset * int64_t(itemsize(dtype));
-}
-
-autograd::AutogradMeta& TensorImpl::autograd_meta() {
-  if (!autograd) autograd = std::make_unique<autograd::AutogradMeta>();
-  return *autograd;
 }
 
 Shape contiguous_strides(const Shape& sizes) {
@@ -174,7 +166,13 @@ Tensor make_view(const Tensor& base, const TensorSpec& spec) {
 
 Tensor wrap_scalar(Scalar s, Device device) {
   Tensor t = make_tensor({}, s.dtype(), device);
-  eager::cpu::write_scalar(t.data_ptr(), t.dtype(), s);
+  if (device.is_cpu()) {
+    write_scalar(t.data_ptr(), t.dtype(), s);
+  } else {
+    alignas(8) char host[8];
+    write_scalar(host, t.dtype(), s);
+    runtime::copy_bytes(t.data_ptr(), device, host, kCPU, t.element_size());
+  }
   t.impl()->wrapped_number = true;
   return t;
 }
@@ -247,17 +245,20 @@ bool Tensor::shares_storage(const Tensor& o) const { return impl()->storage == o
 void* Tensor::data_ptr() const { return impl()->data(); }
 
 // The user's code reads values (item(), to_vector()): capture wants to know (see TensorHooks).
-static void reading_values(const TensorImpl* t) {
+void note_values_read(const TensorImpl* t) {
   if (!t->storage->fake && tensor_hooks().real_data) tensor_hooks().real_data(t);
 }
 
 Scalar Tensor::item_scalar(SourceLoc loc) const {
-  ops::CallSite site(loc);
-  reading_values(impl());
+  CallSite site(loc);
+  note_values_read(impl());
   KILN_CHECK_HINT(numel() == 1, "reduce it first (sum(), mean(), ...) or index one element",
                   "item(): a tensor with ", numel(), " elements (shape ", shape_str(sizes()),
                   ") cannot be converted to a number");
-  return eager::cpu::read_scalar(data_ptr(), dtype());
+  if (device().is_cpu()) return read_scalar(data_ptr(), dtype());
+  alignas(8) char host[8];
+  runtime::copy_bytes(host, kCPU, data_ptr(), device(), element_size());
+  return read_scalar(host, dtype());
 }
 
 template <class T>
@@ -268,19 +269,7 @@ T Tensor::item(SourceLoc loc) const {
   else return T(s.to_int());
 }
 
-template <class T>
-std::vector<T> Tensor::to_vector(SourceLoc loc) const {
-  ops::CallSite site(loc);
-  reading_values(impl());
-  Tensor c = kiln::contiguous(*this, loc);
-  if (c.dtype() != eager::cpu::dtype_of<T>()) c = convert_element_type(c, eager::cpu::dtype_of<T>());
-  const T* p = c.data<T>();
-  return std::vector<T>(p, p + c.numel());
-}
-
-#define KILN_INSTANTIATE(T)                      \
-  template T Tensor::item<T>(SourceLoc) const;   \
-  template std::vector<T> Tensor::to_vector<T>(SourceLoc) const;
+#define KILN_INSTANTIATE(T) template T Tensor::item<T>(SourceLoc) const;
 KILN_INSTANTIATE(float)
 KILN_INSTANTIATE(double)
 KILN_INSTANTIATE(int64_t)
@@ -290,124 +279,5 @@ KILN_INSTANTIATE(int8_t)
 KILN_INSTANTIATE(uint8_t)
 KILN_INSTANTIATE(bool)
 #undef KILN_INSTANTIATE
-
-Tensor Tensor::to(DType t, SourceLoc loc) const {
-  if (dtype() == t) return *this;
-  return convert_element_type(*this, t, loc);
-}
-
-Tensor Tensor::to(Device d, SourceLoc loc) const {
-  ops::CallSite site(loc);
-  if (device() == d) return *this;
-  detail::fail("moving tensors to " + d.str() + " needs the CUDA runtime, which this build does not have yet");
-}
-
-Tensor& Tensor::fill_(Scalar v, SourceLoc loc) {
-  ops::CallSite site(loc);
-  copy_(*this, scalar_tensor(v, dtype(), loc), loc);
-  return *this;
-}
-
-Tensor& Tensor::copy_from(const Tensor& src, SourceLoc loc) {
-  copy_(*this, src, loc);
-  return *this;
-}
-
-std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
-
-// ------------------------------------------------------------------------------ factories
-template <class T>
-Tensor tensor(const std::vector<T>& values, const Shape& sh, std::optional<DType> dtype, SourceLoc loc) {
-  ops::CallSite site(loc);
-  KILN_CHECK_HINT(numel_of(sh) == int64_t(values.size()), "pass as many values as the shape holds",
-                  "tensor(): ", values.size(), " values do not fill shape ", shape_str(sh));
-  Tensor t = make_tensor(sh, eager::cpu::dtype_of<T>());
-  if (!values.empty()) std::memcpy(t.data_ptr(), values.data(), values.size() * sizeof(T));
-  return dtype && *dtype != t.dtype() ? convert_element_type(t, *dtype) : t;
-}
-template <>
-Tensor tensor(const std::vector<bool>& values, const Shape& shape, std::optional<DType> dtype, SourceLoc loc) {
-  std::vector<uint8_t> bytes(values.begin(), values.end());
-  Tensor t = tensor(bytes, shape, std::nullopt, loc);
-  t.impl()->dtype = DType::Bool;
-  return dtype && *dtype != DType::Bool ? convert_element_type(t, *dtype) : t;
-}
-template Tensor tensor(const std::vector<float>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<double>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<int64_t>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<int32_t>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<int16_t>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<int8_t>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<uint8_t>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<Half>&, const Shape&, std::optional<DType>, SourceLoc);
-template Tensor tensor(const std::vector<BFloat16>&, const Shape&, std::optional<DType>, SourceLoc);
-
-Tensor scalar_tensor(Scalar value, std::optional<DType> dtype, SourceLoc loc) {
-  ops::CallSite site(loc);
-  DType dt = dtype ? *dtype : value.is_float() ? default_float_dtype() : value.dtype();
-  Tensor t = make_tensor({}, dt);
-  eager::cpu::write_scalar(t.data_ptr(), dt, value);
-  return t;
-}
-
-Tensor from_blob(void* data, const Shape& sizes, DType dtype, const Shape& strides, SourceLoc loc) {
-  ops::CallSite site(loc);
-  KILN_CHECK(data || numel_of(sizes) == 0, "from_blob: null data pointer");
-  KILN_CHECK(strides.empty() || strides.size() == sizes.size(), "from_blob: ", strides.size(), " strides for ",
-             sizes.size(), " sizes");
-  auto impl = std::make_shared<TensorImpl>();
-  impl->sizes = sizes;
-  impl->strides = strides.empty() ? contiguous_strides(sizes) : strides;
-  impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>();
-  impl->storage->data = data;
-  impl->storage->nbytes = 0;  // borrowed: size unknown, never freed
-  return Tensor(std::move(impl));
-}
-
-// ------------------------------------------------------------------------------ operators
-Tensor operator+(const Tensor& a, TensorAt b) { return add(a, b.t, b.loc); }
-Tensor operator-(const Tensor& a, TensorAt b) { return sub(a, b.t, b.loc); }
-Tensor operator*(const Tensor& a, TensorAt b) { return mul(a, b.t, b.loc); }
-Tensor operator/(const Tensor& a, TensorAt b) { return div(a, b.t, std::nullopt, b.loc); }
-Tensor operator+(const Tensor& a, ScalarAt b) { return add(a, b.s, b.loc); }
-Tensor operator-(const Tensor& a, ScalarAt b) { return sub(a, b.s, b.loc); }
-Tensor operator*(const Tensor& a, ScalarAt b) { return mul(a, b.s, b.loc); }
-Tensor operator/(const Tensor& a, ScalarAt b) { return div(a, b.s, std::nullopt, b.loc); }
-Tensor operator+(ScalarAt a, const Tensor& b) { return add(ops::scalar_to_tensor(a.s), b, a.loc); }
-Tensor operator-(ScalarAt a, const Tensor& b) { return sub(ops::scalar_to_tensor(a.s), b, a.loc); }
-Tensor operator*(ScalarAt a, const Tensor& b) { return mul(ops::scalar_to_tensor(a.s), b, a.loc); }
-Tensor operator/(ScalarAt a, const Tensor& b) { return div(ops::scalar_to_tensor(a.s), b, std::nullopt, a.loc); }
-Tensor operator-(const Tensor& a) { return neg(a); }
-Tensor operator==(const Tensor& a, TensorAt b) { return eq(a, b.t, b.loc); }
-Tensor operator!=(const Tensor& a, TensorAt b) { return ne(a, b.t, b.loc); }
-Tensor operator<(const Tensor& a, TensorAt b) { return lt(a, b.t, b.loc); }
-Tensor operator<=(const Tensor& a, TensorAt b) { return le(a, b.t, b.loc); }
-Tensor operator>(const Tensor& a, TensorAt b) { return gt(a, b.t, b.loc); }
-Tensor operator>=(const Tensor& a, TensorAt b) { return ge(a, b.t, b.loc); }
-Tensor operator==(const Tensor& a, ScalarAt b) { return eq(a, b.s, b.loc); }
-Tensor operator!=(const Tensor& a, ScalarAt b) { return ne(a, b.s, b.loc); }
-Tensor operator<(const Tensor& a, ScalarAt b) { return lt(a, b.s, b.loc); }
-Tensor operator<=(const Tensor& a, ScalarAt b) { return le(a, b.s, b.loc); }
-Tensor operator>(const Tensor& a, ScalarAt b) { return gt(a, b.s, b.loc); }
-Tensor operator>=(const Tensor& a, ScalarAt b) { return ge(a, b.s, b.loc); }
-Tensor operator&(const Tensor& a, TensorAt b) {
-  return a.dtype() == kBool ? logical_and(a, b.t, b.loc) : bitwise_and(a, b.t, b.loc);
-}
-Tensor operator|(const Tensor& a, TensorAt b) {
-  return a.dtype() == kBool ? logical_or(a, b.t, b.loc) : bitwise_or(a, b.t, b.loc);
-}
-Tensor operator^(const Tensor& a, TensorAt b) {
-  return a.dtype() == kBool ? logical_xor(a, b.t, b.loc) : bitwise_xor(a, b.t, b.loc);
-}
-Tensor operator~(const Tensor& a) { return a.dtype() == kBool ? logical_not(a) : bitwise_not(a); }
-Tensor& operator+=(Tensor& a, TensorAt b) { return a.add_(b.t, b.loc); }
-Tensor& operator-=(Tensor& a, TensorAt b) { return a.sub_(b.t, b.loc); }
-Tensor& operator*=(Tensor& a, TensorAt b) { return a.mul_(b.t, b.loc); }
-Tensor& operator/=(Tensor& a, TensorAt b) { return a.div_(b.t, std::nullopt, b.loc); }
-Tensor& operator+=(Tensor& a, ScalarAt b) { return a.add_(b.s, b.loc); }
-Tensor& operator-=(Tensor& a, ScalarAt b) { return a.sub_(b.s, b.loc); }
-Tensor& operator*=(Tensor& a, ScalarAt b) { return a.mul_(b.s, b.loc); }
-Tensor& operator/=(Tensor& a, ScalarAt b) { return a.div_(b.s, std::nullopt, b.loc); }
 
 }  // namespace kiln

@@ -9,18 +9,24 @@ namespace kiln {
 namespace autograd {
 struct Node;
 struct AutogradMeta;
+// Core holds a tensor's autograd state without knowing its type: autograd, the layer above,
+// defines this deleter and TensorImpl::autograd_meta() (src/autograd/attach.cc).
+struct AutogradMetaDeleter {
+  void operator()(AutogradMeta* m) const;
+};
 }  // namespace autograd
 
-// A block of memory shared by a tensor and its views. A fake storage has no memory: it backs
-// fake tensors, which carry metadata only (capture runs user code on them).
+// A block of memory shared by a tensor and its views, on its device (allocated and freed
+// through the device's runtime::DeviceInterface). A fake storage has no memory: it backs fake
+// tensors, which carry metadata only (capture runs user code on them).
 struct Storage {
   void* data = nullptr;
   size_t nbytes = 0;
   Device device;
   bool fake = false;
+  bool owned = false;    // allocated here, freed by the destructor; false: borrowed (from_blob)
   uint64_t version = 0;  // bumped by every in-place write; autograd checks saved tensors with it
-  void (*deleter)(void*) = nullptr;  // null: memory is borrowed (from_blob)
-  std::shared_ptr<void> owner;       // keeps borrowed memory alive (e.g. a file mapping)
+  std::shared_ptr<void> owner;  // keeps borrowed memory alive (e.g. a file mapping)
   ~Storage();
   static std::shared_ptr<Storage> allocate(size_t nbytes, Device device);
   static std::shared_ptr<Storage> make_fake(Device device);
@@ -47,14 +53,14 @@ class TensorImpl {
   std::unique_ptr<SymLayout> sym;
   DType dtype = DType::Float32;
   bool wrapped_number = false;
-  std::unique_ptr<autograd::AutogradMeta> autograd;
+  std::unique_ptr<autograd::AutogradMeta, autograd::AutogradMetaDeleter> autograd;
 
   TensorImpl();
   ~TensorImpl();
   int64_t numel() const;
   bool is_contiguous() const;
   Device device() const { return storage->device; }
-  char* data() const;  // throws for fake tensors
+  char* data() const;  // throws for fake tensors; memory on device(), not always the host's
   // Points this tensor at src's data and layout (PyTorch's `p.data = src`): every handle to this
   // TensorImpl, its autograd state and grad slot stay as they are.
   void adopt_data(const TensorImpl& src);
@@ -74,6 +80,8 @@ struct TensorHooks {
   void (*concretize)(const TensorImpl* t) = nullptr;
 };
 TensorHooks& tensor_hooks();
+// User code reads a real tensor's values (item(), to_vector()): calls real_data if set.
+void note_values_read(const TensorImpl* t);
 
 Shape contiguous_strides(const Shape& sizes);
 SymShape contiguous_strides(const SymShape& sizes);

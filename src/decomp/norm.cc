@@ -1,6 +1,6 @@
 // Softmax and the normalization layers, decomposed into reductions and elementwise prims.
 // 16-bit inputs compute in float32 and round once at the end, as PyTorch's CPU kernels do.
-#include <kiln/autograd.h>
+#include <kiln/grad_mode.h>
 
 #include "ops/meta/nn_util.h"
 

@@ -4,6 +4,7 @@
 // Writing an op (see docs/internals.md):
 //   KILN_META(add)   { ... return {spec}; }            // shapes/dtypes only; never reads data
 //   KILN_KERNEL(add) { ... return {out}; }             // CPU kernel: `a` args, `specs` from meta
+//   KILN_DEVICE_KERNEL(add, CUDA) { ... }              // the kernel of another device type
 //   KILN_DECOMP(gelu){ ... return {kiln ops...}; }     // composite: written with kiln ops
 //   KILN_DERIVATIVE(mul) { ... }                        // grads of the tensor inputs
 #pragma once
@@ -13,6 +14,8 @@
 #include <string>
 #include <variant>
 #include <vector>
+
+#include "core/call_site.h"
 
 namespace kiln::ops {
 
@@ -31,7 +34,8 @@ enum class OpFamily : uint8_t {
 };
 // The output dtype rule of an op's first output (ops.def's dtype column).
 enum class DTypeRule : uint8_t { NONE, SAME, PROMOTE, INT_TO_FLOAT, INT_TO_LONG, BOOL, LONG, ARG };
-const char* family_name(OpFamily f);
+const char* family_name(OpFamily f);     // "pointwise", ...
+const char* dtype_rule_name(DTypeRule r);  // "int_to_float", ...; "none"
 enum OpFlag : uint32_t {
   DIFF = 1, METHOD = 2, INPLACE = 4, SCALAR = 8, RANDOM = 16, DATADEP = 32, MUTATES = 64
 };
@@ -41,6 +45,8 @@ using Arg = std::variant<std::monostate, Tensor, TensorList, Scalar, int64_t, do
                          std::vector<int64_t>, SymInt, SymShape, DType, Device, std::string,
                          std::vector<double>>;
 
+// Read an op's arguments by name through its typed view (ops/args_gen.h, generated from the
+// schema): `ops::args::sum s{a}; s.keepdim()` rather than `a.b(2)`.
 struct Args {
   OpId op;
   std::vector<Arg> v;
@@ -57,11 +63,13 @@ struct Args {
   double f64(size_t i) const;
   std::optional<double> opt_f64(size_t i) const;
   bool b(size_t i) const;
+  std::optional<bool> opt_b(size_t i) const;
   const std::vector<int64_t>& ints(size_t i) const;
   std::optional<std::vector<int64_t>> opt_ints(size_t i) const;
   SymInt symint(size_t i) const;
   std::optional<SymInt> opt_symint(size_t i) const;
   const SymShape& symints(size_t i) const;
+  std::optional<SymShape> opt_symints(size_t i) const;
   DType dtype(size_t i) const;
   std::optional<DType> opt_dtype(size_t i) const;
   std::optional<Device> opt_device(size_t i) const;
@@ -99,16 +107,18 @@ struct OpInfo {
   DTypeRule dtype_rule;
   uint32_t flags;
   MetaFn meta = nullptr;
-  KernelFn kernel = nullptr;
+  KernelFn kernels[kNumDeviceTypes] = {};  // per DeviceType; null: none for that device
   DecompFn decomp = nullptr;
   DerivFn derivative = nullptr;
   bool differentiable() const { return flags & DIFF; }
+  KernelFn kernel(DeviceType t) const { return kernels[size_t(t)]; }
 };
 
 const OpInfo& op_info(OpId op);
 const OpInfo* find_op(const std::string& name);
 bool register_meta(OpId op, MetaFn fn);
-bool register_kernel(OpId op, KernelFn fn);
+bool register_kernel(OpId op, KernelFn fn);  // the CPU kernel
+bool register_kernel(OpId op, DeviceType device, KernelFn fn);
 bool register_decomp(OpId op, DecompFn fn);
 bool register_derivative(OpId op, DerivFn fn);
 
@@ -116,8 +126,23 @@ bool register_derivative(OpId op, DerivFn fn);
 std::vector<Tensor> call(OpId op, std::vector<Arg> args);
 // Casts the op's floating tensor arguments as the active AutocastGuard asks (no-op when off).
 void apply_autocast(Args& a);
-// Below autograd: meta + kernel (or views, or the decomposition); fake inputs give fake outputs.
+// Below autograd: meta + the kernel of the inputs' device (or views, or the decomposition); fake
+// inputs give fake outputs. Tensors on different devices are an error, except that 0-d CPU
+// tensors (and wrapped numbers) may join another device's, as in PyTorch; copy_ between devices
+// moves the bytes through the device interface. A composite without a kernel for the device runs
+// its decomposition; any other op without one fails ("<op> has no kernel for <device>").
 std::vector<Tensor> call_backend(const Args& a);
+
+// Autograd sits above ops and attaches here: src/autograd/attach.cc installs these functions
+// at static initialization. Until then (or without autograd) calls record no history.
+struct AutogradHooks {
+  bool (*any_requires_grad)(const Args& a) = nullptr;        // does this call record a node?
+  std::vector<Tensor> (*call_with_grad)(const Args& a) = nullptr;  // runs it and records the node
+  void (*before_inplace_write)(const Tensor& self) = nullptr;
+  void (*note_view)(const Tensor& base, const Tensor& view) = nullptr;  // a view made with grad on
+  void (*save_before_overwrite)(const Tensor& self, const Tensor& result) = nullptr;
+};
+bool set_autograd_hooks(const AutogradHooks& hooks);  // returns true, for static registration
 
 // An interceptor for every op call (capture installs one to record graphs). Returns nullopt to
 // let the call proceed normally.
@@ -134,18 +159,10 @@ struct SuspendDispatchMode {
   ~SuspendDispatchMode() { set_dispatch_mode(prev); }
 };
 
-// The user's source location for errors: the outermost public call on this thread sets it.
-class CallSite {
- public:
-  explicit CallSite(const SourceLoc& loc);
-  ~CallSite();
-  CallSite(const CallSite&) = delete;
-  CallSite& operator=(const CallSite&) = delete;
-
- private:
-  bool owner_;
-};
-const SourceLoc* current_call_site();
+// The user's source location for errors lives in core (core/call_site.h); ops code names it
+// ops::CallSite as before.
+using kiln::CallSite;
+using kiln::current_call_site;
 
 // --- boxing helpers used by the generated API (ops_gen.cc)
 inline Arg box(const Tensor& t) { return t.defined() ? Arg(t) : Arg(); }
@@ -194,6 +211,13 @@ Tensor& assign_inplace(Tensor& self, const Tensor& result, const char* name);
       ::kiln::ops::register_kernel(::kiln::ops::OpId::op, &kiln_kernel_##op);                  \
   static std::vector<::kiln::Tensor> kiln_kernel_##op([[maybe_unused]] const ::kiln::ops::Args& a, \
                                                       [[maybe_unused]] const std::vector<::kiln::TensorSpec>& specs)
+#define KILN_DEVICE_KERNEL(op, device)                                                         \
+  static std::vector<::kiln::Tensor> kiln_kernel_##device##_##op(const ::kiln::ops::Args& a,   \
+                                                                 const std::vector<::kiln::TensorSpec>& specs); \
+  [[maybe_unused]] static const bool kiln_kernel_reg_##device##_##op = ::kiln::ops::register_kernel( \
+      ::kiln::ops::OpId::op, ::kiln::DeviceType::device, &kiln_kernel_##device##_##op);       \
+  static std::vector<::kiln::Tensor> kiln_kernel_##device##_##op(                              \
+      [[maybe_unused]] const ::kiln::ops::Args& a, [[maybe_unused]] const std::vector<::kiln::TensorSpec>& specs)
 #define KILN_DECOMP(op)                                                                        \
   static std::vector<::kiln::Tensor> kiln_decomp_##op(const ::kiln::ops::Args& a);             \
   [[maybe_unused]] static const bool kiln_decomp_reg_##op =                                    \

@@ -43,6 +43,11 @@ const char* family_name(OpFamily f) {
   return names[size_t(f)];
 }
 
+const char* dtype_rule_name(DTypeRule r) {
+  static const char* names[] = {"none", "same", "promote", "int_to_float", "int_to_long", "bool", "long", "arg"};
+  return names[size_t(r)];
+}
+
 const OpInfo* find_op(const std::string& name) {
   static const std::unordered_map<std::string, OpId> by_name = [] {
     std::unordered_map<std::string, OpId> m;
@@ -53,8 +58,14 @@ const OpInfo* find_op(const std::string& name) {
   return it == by_name.end() ? nullptr : &op_info(it->second);
 }
 
-bool register_meta(OpId op, MetaFn fn) { return table()[size_t(op)].meta = fn, true; }
-bool register_kernel(OpId op, KernelFn fn) { return table()[size_t(op)].kernel = fn, true; }
+bool register_meta(OpId op, MetaFn fn) {
+  // A family meta (KILN_FAMILY_META) and an op's own KILN_META would race by static-init order.
+  OpInfo& info = table()[size_t(op)];
+  KILN_CHECK(!info.meta || info.meta == fn, "internal: two meta functions registered for ", info.name);
+  return info.meta = fn, true;
+}
+bool register_kernel(OpId op, KernelFn fn) { return register_kernel(op, DeviceType::CPU, fn); }
+bool register_kernel(OpId op, DeviceType device, KernelFn fn) { return table()[size_t(op)].kernels[size_t(device)] = fn, true; }
 bool register_decomp(OpId op, DecompFn fn) { return table()[size_t(op)].decomp = fn, true; }
 bool register_derivative(OpId op, DerivFn fn) { return table()[size_t(op)].derivative = fn, true; }
 
@@ -107,6 +118,7 @@ std::optional<double> Args::opt_f64(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<double>(f64(i));
 }
 bool Args::b(size_t i) const { return get<bool>(*this, i, "a bool"); }
+std::optional<bool> Args::opt_b(size_t i) const { return is_none(i) ? std::nullopt : std::optional<bool>(b(i)); }
 const std::vector<int64_t>& Args::ints(size_t i) const { return get<std::vector<int64_t>>(*this, i, "an int list"); }
 std::optional<std::vector<int64_t>> Args::opt_ints(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<std::vector<int64_t>>(ints(i));
@@ -120,6 +132,9 @@ std::optional<SymInt> Args::opt_symint(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<SymInt>(symint(i));
 }
 const SymShape& Args::symints(size_t i) const { return get<SymShape>(*this, i, "a size list"); }
+std::optional<SymShape> Args::opt_symints(size_t i) const {
+  return is_none(i) ? std::nullopt : std::optional<SymShape>(symints(i));
+}
 DType Args::dtype(size_t i) const { return get<DType>(*this, i, "a dtype"); }
 std::optional<DType> Args::opt_dtype(size_t i) const {
   return is_none(i) ? std::nullopt : std::optional<DType>(dtype(i));

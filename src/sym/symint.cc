@@ -26,16 +26,17 @@ void record(const Relation& r, const SymInt& a, const SymInt& b, bool result) {
   if (g_recorder) g_recorder->record(r.rel, a.as_expr(), b.as_expr(), result);
 }
 
-// A bare operator: answers at the hints and records the answer as a guard.
-bool compare(const Relation& r, const SymInt& a, const SymInt& b, bool result) {
-  if (!a.is_symbolic() && !b.is_symbolic()) return result;
+// A bare operator: answers at the hints and records the answer as a guard, as guard_* does (no
+// guard where the symbols' ranges decide it: capture checks every symbol's range on each call, so
+// such a guard could never fail and would only cost time per call).
+bool compare(const Relation& r, const SymInt& a, const SymInt& b, bool at_hints) {
+  if (!a.is_symbolic() && !b.is_symbolic()) return at_hints;
   KILN_CHECK_HINT(g_no_implicit_guards == 0,
                   std::string("ask sym::statically_known_") + r.name + "(a, b) (decides without a guard) or sym::guard_" +
                       r.name + "(a, b) (decides at the hint and records a guard)",
                   "size comparison ", a.str(), " ", r.rel, " ", b.str(),
                   " inside a sym::NoImplicitGuards scope: a bare SymInt comparison would add a guard silently");
-  record(r, a, b, result);
-  return result;
+  return &r == &kEq ? sym::guard_equal(a, b) : &r == &kLeq ? sym::guard_leq(a, b) : sym::guard_lt(a, b);
 }
 
 // An explicit guard: no guard where the ranges decide it.

@@ -3,8 +3,10 @@
 
 Usage: gen_ops.py OPS_DEF OUT_DIR
 Writes OUT_DIR/kiln/ops_gen.h (free functions), OUT_DIR/kiln/tensor_methods_gen.inc (method
-declarations, included inside class Tensor) and OUT_DIR/ops_gen.cc (their definitions, each
-boxing its arguments and calling the dispatcher). Files are rewritten only when they change.
+declarations, included inside class Tensor), OUT_DIR/ops_gen.cc (their definitions, each
+boxing its arguments and calling the dispatcher) and OUT_DIR/ops/args_gen.h (the typed argument
+views over boxed ops::Args that meta functions, kernels and passes read arguments through).
+Files are rewritten only when they change.
 """
 import os
 import re
@@ -20,8 +22,6 @@ class Arg:
         if not m:
             raise SystemExit(f"bad argument in schema: {text!r}")
         self.type, self.name, self.default = m.group(1), m.group(2), m.group(3)
-        if self.name in ("min", "max", "std"):  # fine as C++ parameter names, kept as is
-            pass
 
     def cpp_type(self):
         t = self.type
@@ -35,6 +35,36 @@ class Arg:
             "ScalarType": "DType", "ScalarType?": "std::optional<DType>", "Device?": "std::optional<Device>",
             "str": "const std::string&", "str?": "std::optional<std::string>",
         }[t]
+
+    def view_accessor(self, i):
+        """The typed accessor of this argument in its op's argument view: (C++ type, Args read)."""
+        return {
+            "Tensor": ("const Tensor&", f"tensor({i})"), "Tensor?": ("Tensor", f"opt_tensor({i})"),
+            "Tensor[]": ("const TensorList&", f"tensors({i})"), "Tensor?[]": ("const TensorList&", f"tensors({i})"),
+            "Scalar": ("Scalar", f"scalar({i})"), "Scalar?": ("::std::optional<Scalar>", f"opt_scalar({i})"),
+            "int": ("int64_t", f"i64({i})"), "int?": ("::std::optional<int64_t>", f"opt_i64({i})"),
+            "int[]": ("const ::std::vector<int64_t>&", f"ints({i})"),
+            "int[]?": ("::std::optional<::std::vector<int64_t>>", f"opt_ints({i})"),
+            "SymInt": ("SymInt", f"symint({i})"), "SymInt?": ("::std::optional<SymInt>", f"opt_symint({i})"),
+            "SymInt[]": ("const SymShape&", f"symints({i})"),
+            "SymInt[]?": ("::std::optional<SymShape>", f"opt_symints({i})"),
+            "float": ("double", f"f64({i})"), "float?": ("::std::optional<double>", f"opt_f64({i})"),
+            "float[]?": ("::std::optional<::std::vector<double>>", f"opt_f64s({i})"),
+            "bool": ("bool", f"b({i})"), "bool?": ("::std::optional<bool>", f"opt_b({i})"),
+            "ScalarType": ("DType", f"dtype({i})"), "ScalarType?": ("::std::optional<DType>", f"opt_dtype({i})"),
+            "Device?": ("::std::optional<Device>", f"opt_device({i})"),
+            "str": ("const ::std::string&", f"str({i})"), "str?": ("::std::optional<::std::string>", f"opt_str({i})"),
+        }[self.type]
+
+    def arg_type(self):
+        """The ops::ArgType enumerator of this argument's type (src/ops/schema.h)."""
+        base = {"Tensor": "Tensor", "Tensor[]": "TensorList", "Scalar": "Scalar", "int": "Int", "int[]": "IntList",
+                "SymInt": "SymInt", "SymInt[]": "SymIntList", "float": "Float", "float[]": "FloatList", "bool": "Bool",
+                "ScalarType": "ScalarType", "Device": "Device", "str": "Str"}
+        t = self.type
+        if t == "Tensor?[]":
+            return "OptTensorList"
+        return ("Opt" + base[t[:-1]]) if t.endswith("?") else base[t]
 
     def cpp_default(self):
         d = self.default
@@ -63,6 +93,7 @@ class Op:
         m = re.match(r'^([\w.]+)\((.*)\)\s*->\s*(.*)$', schema)
         if not m:
             raise SystemExit(f"bad schema: {schema!r}")
+        self.schema = schema
         self.fname = m.group(1).split(".")[0]
         self.args = [Arg(a) for a in split_args(m.group(2)) if a.strip() != "*"]
         ret = m.group(3).strip()
@@ -161,6 +192,53 @@ def generate(ops):
     return header, methods, source
 
 
+# Argument names a view cannot use as accessor names as they are.
+CPP_KEYWORDS = {"and", "auto", "bool", "break", "case", "char", "class", "const", "default", "delete", "do",
+                "double", "else", "enum", "float", "for", "if", "int", "long", "new", "not", "operator", "or",
+                "private", "public", "register", "return", "short", "signed", "static", "struct", "switch",
+                "template", "this", "throw", "try", "typename", "union", "unsigned", "using", "virtual", "void",
+                "while", "xor", "boxed"}
+
+
+def generate_views(ops):
+    """ops/args_gen.h: one struct per op over `const ops::Args&`, an accessor per schema argument.
+
+    `ops::args::sum a{args}; a.keepdim()` reads argument 2 as a bool, as `args.b(2)` would, so the
+    views cost nothing; `ops::args::of<OpId::sum>` names the view of an op in templates. An
+    argument named like its op (pad's `pad`) gets a trailing underscore, since a C++ member may
+    not share its class's name. The generated code spells `::std::` because `args::std` (the op
+    std) would hide namespace std inside namespace args.
+    """
+    out = ["// Generated by tools/codegen/gen_ops.py from src/ops/ops.def. Do not edit.",
+           "// Typed views of each op's boxed arguments (docs/ops.md, \"Typed argument views\"): kOp, the",
+           "// op's outputs (kNumOutputs, -1 for a Tensor[]), its arguments' names and types as ops.def",
+           "// spells them, and one accessor per argument.",
+           "#pragma once", "#include <array>", "#include <optional>", "#include <string>", "#include <vector>", "",
+           '#include "ops/dispatch.h"', '#include "ops/schema.h"', "", "namespace kiln::ops::args {", "",
+           "template <OpId op>", "struct view_of;", "// The argument view of an op, for code written once for many ops.",
+           "template <OpId op>", "using of = typename view_of<op>::type;", ""]
+    for op in ops:
+        out.append(f"struct {op.id} {{  // {op.schema}")
+        out.append(f"  static constexpr OpId kOp = OpId::{op.id};")
+        out.append(f"  static constexpr int kNumOutputs = {op.nret};")
+        names = ", ".join(f'"{a.name}"' for a in op.args)
+        types = ", ".join(f"ArgType::{a.arg_type()}" for a in op.args)
+        out.append(f"  static constexpr ::std::array<const char*, {len(op.args)}> kArgNames{{{{{names}}}}};")
+        out.append(f"  static constexpr ::std::array<ArgType, {len(op.args)}> kArgTypes{{{{{types}}}}};")
+        out.append("  const Args& boxed;")
+        for i, a in enumerate(op.args):
+            if a.name in CPP_KEYWORDS:
+                raise SystemExit(f"{op.id}: argument name {a.name!r} cannot be an accessor name")
+            name = a.name + "_" if a.name == op.id else a.name
+            ctype, read = a.view_accessor(i)
+            out.append(f"  {ctype} {name}() const {{ return boxed.{read}; }}")
+        out.append("};")
+        out.append(f"template <>\nstruct view_of<OpId::{op.id}> {{\n  using type = {op.id};\n}};")
+        out.append("")
+    out.append("}  // namespace kiln::ops::args")
+    return "\n".join(out) + "\n"
+
+
 def write_if_changed(path, text):
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if os.path.exists(path) and open(path).read() == text:
@@ -184,10 +262,12 @@ def parse(path):
 
 def main():
     ops_def, out = sys.argv[1], sys.argv[2]
-    header, methods, source = generate(parse(ops_def))
+    ops = parse(ops_def)
+    header, methods, source = generate(ops)
     write_if_changed(os.path.join(out, "kiln", "ops_gen.h"), header)
     write_if_changed(os.path.join(out, "kiln", "tensor_methods_gen.inc"), methods)
     write_if_changed(os.path.join(out, "ops_gen.cc"), source)
+    write_if_changed(os.path.join(out, "ops", "args_gen.h"), generate_views(ops))
 
 
 if __name__ == "__main__":

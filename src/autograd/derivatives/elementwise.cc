@@ -149,7 +149,8 @@ KILN_DERIVATIVE(convert_element_type) { return {convert_element_type(g.grads[0],
 
 // copy_(self, src): the old value of self is overwritten (no gradient); src receives it all.
 KILN_DERIVATIVE(copy_) {
-  return {zeros_like(g.inputs[0]), g.needs(1) ? to_input(g, 1, g.grads[0]) : Tensor()};
+  // Across devices (x.to(device)) the source's gradient goes back to the source's device.
+  return {zeros_like(g.inputs[0]), g.needs(1) ? to_input(g, 1, g.grads[0]).to(g.inputs[1].device()) : Tensor()};
 }
 
 }  // namespace

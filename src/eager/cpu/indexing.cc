@@ -5,7 +5,7 @@
 #include <limits>
 
 #include "eager/cpu/loops.h"
-#include "ops/dispatch.h"
+#include "ops/family.h"
 #include "ops/meta/indexing.h"
 #include "ops/meta/meta_util.h"
 
@@ -98,11 +98,12 @@ void check_rows(const Rows& rows, size_t k, const int64_t* ip, int64_t size, con
 
 // ------------------------------------------------------------------------------ gather
 KILN_KERNEL(gather) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& index = a.tensor(2);
+  const ops::args::gather g{a};
+  const Tensor& self = g.self();
+  const Tensor& index = g.index();
   Tensor out = make_tensor(specs[0]);
   if (out.numel() == 0) return {out};
-  const int64_t dim = ops::wrap_dim(a.i64(1), self.dim());
+  const int64_t dim = ops::wrap_dim(g.dim(), self.dim());
   Shape sst = nonempty_strides(self);
   const int64_t dstride = sst[size_t(dim)];
   sst[size_t(dim)] = 0;  // the index supplies the position along dim
@@ -136,7 +137,7 @@ enum class Reduce { Assign, Sum, Prod, Mean, Max, Min };
 Reduce reduce_of(const Args& a) {
   if (a.op == OpId::scatter) return Reduce::Assign;
   if (a.op == OpId::scatter_add) return Reduce::Sum;
-  const std::string& r = a.str(4);
+  const std::string& r = ops::args::scatter_reduce{a}.reduce();
   if (r == "sum") return Reduce::Sum;
   if (r == "prod") return Reduce::Prod;
   if (r == "mean") return Reduce::Mean;
@@ -176,15 +177,20 @@ A reduce_step(Reduce r, A acc, A v) {
   return v;
 }
 
+// One kernel for scatter, scatter_add and scatter_reduce, over scatter's arguments (which begin
+// the others').
+static_assert(ops::args_prefix<ops::args::scatter, ops::args::scatter_add>() &&
+              ops::args_prefix<ops::args::scatter, ops::args::scatter_reduce>());
 std::vector<Tensor> scatter_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& index = a.tensor(2);
-  const Tensor& src = a.tensor(3);
+  const ops::args::scatter s{a};
+  const Tensor& self = s.self();
+  const Tensor& index = s.index();
+  const Tensor& src = s.src();
   Tensor out = fresh_copy(self, specs[0]);
   if (index.numel() == 0) return {out};
   const Reduce red = reduce_of(a);
-  const bool include_self = a.op != OpId::scatter_reduce || a.b(5);
-  const int64_t dim = ops::wrap_dim(a.i64(1), self.dim());
+  const bool include_self = a.op != OpId::scatter_reduce || ops::args::scatter_reduce{a}.include_self();
+  const int64_t dim = ops::wrap_dim(s.dim(), self.dim());
   const Shape isz = nonempty_sizes(index);
   Shape ost = nonempty_strides(out);
   const int64_t dstride = ost[size_t(dim)];
@@ -249,10 +255,11 @@ KILN_REGISTER(kernel, scatter_reduce, scatter_kernel);
 
 // ------------------------------------------------------------------------------ index_select
 KILN_KERNEL(index_select) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& index = a.tensor(2);
+  const ops::args::index_select s{a};
+  const Tensor& self = s.self();
+  const Tensor& index = s.index();
   Tensor out = make_tensor(specs[0]);
-  const int64_t dim = ops::wrap_dim(a.i64(1), self.dim());
+  const int64_t dim = ops::wrap_dim(s.dim(), self.dim());
   const Shape ssz = nonempty_sizes(self), sst = nonempty_strides(self);
   std::vector<int64_t> idx = checked_indices(index, ssz[size_t(dim)], false, "index_select");
   if (out.numel() == 0) return {out};
@@ -278,10 +285,11 @@ KILN_KERNEL(index_select) {
 
 // ------------------------------------------------------------------------------ index_put
 KILN_KERNEL(index_put) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& values = a.tensor(2);
-  const bool accumulate = a.b(3);
-  std::vector<Tensor> indices = ops::expand_bool_indices(self, a.tensors(1));
+  const ops::args::index_put p{a};
+  const Tensor& self = p.self();
+  const Tensor& values = p.values();
+  const bool accumulate = p.accumulate();
+  std::vector<Tensor> indices = ops::expand_bool_indices(self, p.indices());
   Tensor out = fresh_copy(self, specs[0]);
   const int64_t nd = self.dim();
   // The indexing result's shape, and the values broadcast to it.

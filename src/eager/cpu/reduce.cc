@@ -5,7 +5,7 @@
 #include <memory>
 
 #include "eager/cpu/loops.h"
-#include "ops/dispatch.h"
+#include "ops/family.h"
 #include "ops/meta/meta_util.h"
 
 namespace kiln::eager::cpu {
@@ -277,16 +277,23 @@ void reduce_assoc(const Tensor& x, const Tensor& out, const std::vector<int64_t>
     reduce_into<T, T, A>(x, out, dims, init, [op](A s, acc_t<T> v, int64_t) { return op(s, A(v)); }, op);
 }
 
-std::vector<int64_t> reduce_dims(const Args& a, const Tensor& x) {
-  auto dims = a.opt_ints(1);
+// sum, prod, amax and amin share their first arguments (self, dim, keepdim): their kernels read
+// them through amax's view.
+using ReduceArgs = ops::args::amax;
+static_assert(ops::args_prefix<ReduceArgs, ops::args::sum>() && ops::args_prefix<ReduceArgs, ops::args::prod>() &&
+              ops::args_prefix<ReduceArgs, ops::args::amin>());
+
+std::vector<int64_t> reduce_dims(const ReduceArgs& a, const Tensor& x) {
+  auto dims = a.dim();
   if (dims && dims->empty()) dims.reset();
   return ops::wrap_dims(dims, x.dim());
 }
 
 std::vector<Tensor> sum_prod_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  const ReduceArgs r{a};
   Tensor out = make_tensor(specs[0]);
-  Tensor x = a.tensor(0).to(out.dtype());
-  const std::vector<int64_t> dims = reduce_dims(a, x);
+  Tensor x = r.self().to(out.dtype());
+  const std::vector<int64_t> dims = reduce_dims(r, x);
   const bool is_sum = a.op == OpId::sum;
   visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
     // Floats accumulate in double (exact enough to match a float64 reference); ints in uint64,
@@ -310,9 +317,10 @@ bool is_nan(V v) {
 }
 
 std::vector<Tensor> minmax_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  const ReduceArgs r{a};
   Tensor out = make_tensor(specs[0]);
-  const Tensor& x = a.tensor(0);
-  const std::vector<int64_t> dims = reduce_dims(a, x);
+  const Tensor& x = r.self();
+  const std::vector<int64_t> dims = reduce_dims(r, x);
   const bool is_max = a.op == OpId::amax;
   visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
     using A = acc_t<T>;
@@ -327,10 +335,12 @@ std::vector<Tensor> minmax_kernel(const Args& a, const std::vector<TensorSpec>& 
   return {out};
 }
 
+static_assert(ops::args_prefix<ops::args::argmax, ops::args::argmin>());
 std::vector<Tensor> arg_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  const ops::args::argmax r{a};  // argmin's arguments too
   Tensor out = make_tensor(specs[0]);
-  Tensor x = a.tensor(0);
-  auto dim = a.opt_i64(1);
+  Tensor x = r.self();
+  auto dim = r.dim();
   if (!dim) x = reshape(x, {-1});
   const std::vector<int64_t> dims = x.dim() == 0 ? std::vector<int64_t>{} : std::vector<int64_t>{dim ? ops::wrap_dim(*dim, x.dim()) : 0};
   const bool is_max = a.op == OpId::argmax;

@@ -4,7 +4,7 @@
 #include <kiln/ops.h>
 
 #include "eager/cpu/loops.h"
-#include "ops/dispatch.h"
+#include "ops/family.h"
 #include "ops/meta/meta_util.h"
 
 namespace kiln::eager::cpu {
@@ -41,11 +41,13 @@ void for_blocks(const Lines& l, F f) {
   }
 }
 
+static_assert(ops::args_prefix<ops::args::cumsum, ops::args::cumprod>());
 std::vector<Tensor> cum_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  const ops::args::cumsum c{a};  // cumprod's arguments too
   Tensor out = make_tensor(specs[0]);
   if (out.numel() == 0) return {out};
-  const Tensor x = a.tensor(0).to(out.dtype()).contiguous();
-  const Lines l = lines_of(x, ops::wrap_dim(a.i64(1), x.dim()));
+  const Tensor x = c.self().to(out.dtype()).contiguous();
+  const Lines l = lines_of(x, ops::wrap_dim(c.dim(), x.dim()));
   const bool is_sum = a.op == OpId::cumsum;
   visit_all(out.dtype(), [&]<class T>(type_tag<T>) {
     if constexpr (std::is_same_v<T, bool>) {
@@ -80,11 +82,13 @@ bool is_nan(V v) {
   else return false;
 }
 
+static_assert(ops::args_prefix<ops::args::cummax, ops::args::cummin>());
 std::vector<Tensor> cum_extreme_kernel(const Args& a, const std::vector<TensorSpec>& specs) {
+  const ops::args::cummax c{a};  // cummin's arguments too
   Tensor values = make_tensor(specs[0]), indices = make_tensor(specs[1]);
   if (values.numel() == 0) return {values, indices};
-  const Tensor x = a.tensor(0).contiguous();
-  const Lines l = lines_of(x, ops::wrap_dim(a.i64(1), x.dim()));
+  const Tensor x = c.self().contiguous();
+  const Lines l = lines_of(x, ops::wrap_dim(c.dim(), x.dim()));
   const bool is_max = a.op == OpId::cummax;
   visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
     using V = acc_t<T>;

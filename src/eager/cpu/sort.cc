@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "eager/cpu/loops.h"
-#include "ops/dispatch.h"
+#include "ops/args_gen.h"
 #include "ops/meta/meta_util.h"
 
 namespace kiln::eager::cpu {
@@ -53,10 +53,11 @@ std::vector<Tensor> sort_kernel(const Args& a, const std::vector<TensorSpec>& sp
   Tensor values = make_tensor(specs[0]), indices = make_tensor(specs[1]);
   if (values.numel() == 0) return {values, indices};
   // A 0-d input is its own top element, for k = 1 and (as in PyTorch) for k = 0 too.
-  if (a.tensor(0).dim() == 0) return {clone(a.tensor(0)), zeros(SymIntList{}, kInt64, a.tensor(0).device())};
-  const Tensor x = a.tensor(0).contiguous();
-  const int64_t dim = ops::wrap_dim(a.i64(1), x.dim());
-  const bool desc = a.b(2);
+  const ops::args::sort s{a};
+  if (s.self().dim() == 0) return {clone(s.self()), zeros(SymIntList{}, kInt64, s.self().device())};
+  const Tensor x = s.self().contiguous();
+  const int64_t dim = ops::wrap_dim(s.dim(), x.dim());
+  const bool desc = s.descending();
   const int64_t n = x.dim() ? x.size(dim) : 1;
   visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
     T* ov = values.data<T>();
@@ -83,11 +84,12 @@ std::vector<Tensor> topk_kernel(const Args& a, const std::vector<TensorSpec>& sp
   Tensor values = make_tensor(specs[0]), indices = make_tensor(specs[1]);
   if (values.numel() == 0) return {values, indices};
   // A 0-d input is its own top element, for k = 1 and (as in PyTorch) for k = 0 too.
-  if (a.tensor(0).dim() == 0) return {clone(a.tensor(0)), zeros(SymIntList{}, kInt64, a.tensor(0).device())};
-  const Tensor x = a.tensor(0).contiguous();
-  const int64_t k = a.i64(1);
-  const int64_t dim = ops::wrap_dim(a.i64(2), x.dim());
-  const bool largest = a.b(3);
+  const ops::args::topk t{a};
+  if (t.self().dim() == 0) return {clone(t.self()), zeros(SymIntList{}, kInt64, t.self().device())};
+  const Tensor x = t.self().contiguous();
+  const int64_t k = t.k();
+  const int64_t dim = ops::wrap_dim(t.dim(), x.dim());
+  const bool largest = t.largest();
   visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
     T* ov = values.data<T>();
     int64_t* oi = indices.data<int64_t>();

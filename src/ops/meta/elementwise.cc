@@ -1,130 +1,92 @@
-// Meta functions of the elementwise prims: broadcasting and PyTorch's type promotion.
-#include "ops/dispatch.h"
-#include "ops/meta/meta_util.h"
+// The meta function of the pointwise family (every POINTWISE op of ops.def with a dtype rule):
+// the tensor operands broadcast, and the output dtype is the op's dtype rule applied to PyTorch's
+// type promotion of them. The few ops with their own checks have them here, keyed by op. copy_,
+// the one mutation, has its meta here too.
+#include <array>
+
 #include "core/tensor_impl.h"
+#include "ops/family.h"
+#include "ops/meta/meta_util.h"
 
 namespace kiln::ops {
 namespace {
 
-// Both concrete and of one shape (the common case): no broadcasting to work out.
 bool same_concrete_sizes(const Tensor& x, const Tensor& y) {
   const TensorImpl *a = x.impl(), *b = y.impl();
   return !a->sym && !b->sym && a->sizes == b->sizes;
 }
 
-// The dtype an elementwise op computes in (also its output dtype, except for comparisons).
-DType compute_dtype(OpId op, const Tensor& x, const Tensor& y) {
-  // Two non-wrapped tensors of one dtype promote to it: skip result_type's general rules.
-  const bool same = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number();
-  DType common = same ? x.dtype() : result_type({x, y});
-  switch (op) {
-    case OpId::atan2: case OpId::hypot: case OpId::copysign: case OpId::nextafter:
-      return float_result(common);
-    default:
-      return common;
-  }
+// A pointwise op's tensor operands are its leading Tensor arguments (self, other; where's
+// condition, self, other).
+template <class V>
+constexpr size_t num_operands() {
+  size_t n = 0;
+  while (n < V::kArgTypes.size() && V::kArgTypes[n] == ArgType::Tensor) ++n;
+  return n;
 }
 
-std::vector<TensorSpec> unary_float(const Args& a) {
-  const Tensor& x = a.tensor(0);
-  return {spec_like(x, float_result(x.dtype()))};
-}
-
-std::vector<TensorSpec> unary_same(const Args& a) {
-  const Tensor& x = a.tensor(0);
-  if (a.op == OpId::neg)
-    KILN_CHECK_HINT(x.dtype() != kBool, "use logical_not() (or ~) on bool tensors",
-                    "negation of a bool tensor is not supported");
-  // relu is a composite with a fast eager kernel (per-call cost on small tensors).
-  if (a.op == OpId::relu) KILN_CHECK(x.dtype() != kBool, "relu: Boolean inputs not supported");
-  if (a.op == OpId::bitwise_not)
-    KILN_CHECK(is_integral(x.dtype(), true), "bitwise_not needs an integer or bool tensor, got ", name(x.dtype()));
-  return {spec_like(x, x.dtype())};
-}
-
-std::vector<TensorSpec> unary_bool(const Args& a) { return {spec_like(a.tensor(0), kBool)}; }
-
-std::vector<TensorSpec> binary(const Args& a) {
-  const Tensor &x = a.tensor(0), &y = a.tensor(1);
-  SymShape shape = same_concrete_sizes(x, y) ? x.sym_sizes() : broadcast_shapes(x.sym_sizes(), y.sym_sizes());
-  DType dt = compute_dtype(a.op, x, y);
-  const Tensor& ref = x.is_wrapped_number() ? y : x;
-  switch (a.op) {
-    case OpId::eq: case OpId::ne: case OpId::lt: case OpId::le: case OpId::gt: case OpId::ge:
-    case OpId::logical_and: case OpId::logical_or: case OpId::logical_xor:
-      return {spec_like(ref, shape, kBool)};
-    case OpId::div:
-      if (a.is_none(2)) return {spec_like(ref, shape, float_result(dt))};
-      {
-        const std::string& mode = a.str(2);
-        KILN_CHECK_HINT(mode == "trunc" || mode == "floor", "use rounding_mode=None, \"trunc\" or \"floor\"",
-                        "div: unknown rounding_mode \"", mode, "\"");
+template <class V>
+std::vector<TensorSpec> pointwise_meta(const Args& boxed) {
+  constexpr OpId op = V::kOp;
+  constexpr DTypeRule rule = kOpDTypeRule[size_t(op)];
+  [[maybe_unused]] const V a{boxed};
+  // where's condition selects: it broadcasts with the values but takes no part in promotion.
+  constexpr size_t first = op == OpId::where ? 1 : 0, n = num_operands<V>();
+  static_assert(n - first == 1 || n - first == 2, "a pointwise prim takes one or two value operands");
+  if constexpr (op == OpId::where)
+    KILN_CHECK_HINT(a.condition().dtype() == kBool, "compare first, e.g. where(x > 0, ...)",
+                    "where: the condition must be a bool tensor, got ", name(a.condition().dtype()));
+  std::array<const Tensor*, n> operand;
+  for (size_t i = 0; i < n; ++i) operand[i] = &boxed.tensor(i);
+  const Tensor& x = *operand[first];
+  if constexpr (n - first == 1) {  // unary
+    if constexpr (op == OpId::neg)
+      KILN_CHECK_HINT(x.dtype() != kBool, "use logical_not() (or ~) on bool tensors",
+                      "negation of a bool tensor is not supported");
+    if constexpr (op == OpId::relu) KILN_CHECK(x.dtype() != kBool, "relu: Boolean inputs not supported");
+    if constexpr (op == OpId::bitwise_not)
+      KILN_CHECK(is_integral(x.dtype(), true), "bitwise_not needs an integer or bool tensor, got ", name(x.dtype()));
+    return {spec_like(x, rule_dtype(rule, x.dtype(), dtype_arg(a)))};
+  } else {
+    const Tensor& y = *operand[first + 1];
+    // Operands of one concrete shape (the common case) need no broadcasting worked out.
+    SymShape shape = operand[0]->sym_sizes();
+    for (size_t i = 1; i < n; ++i)
+      if (!same_concrete_sizes(*operand[0], *operand[i])) shape = broadcast_shapes(shape, operand[i]->sym_sizes());
+    // Two non-wrapped tensors of one dtype promote to it: skip result_type's general rules.
+    const bool same = x.dtype() == y.dtype() && !x.is_wrapped_number() && !y.is_wrapped_number();
+    const DType promoted = same ? x.dtype() : result_type({x, y});
+    DType dt = rule_dtype(rule, promoted, std::nullopt);
+    if constexpr (op == OpId::div) {
+      if (const auto mode = a.rounding_mode()) {  // rounded division keeps the promoted dtype
+        KILN_CHECK_HINT(*mode == "trunc" || *mode == "floor", "use rounding_mode=None, \"trunc\" or \"floor\"",
+                        "div: unknown rounding_mode \"", *mode, "\"");
+        dt = promoted;
       }
-      return {spec_like(ref, shape, dt)};
-    case OpId::sub:
+    }
+    if constexpr (op == OpId::sub)
       KILN_CHECK_HINT(dt != kBool, "use logical_xor() (or ^) for bool tensors",
                       "subtraction of bool tensors is not supported");
-      return {spec_like(ref, shape, dt)};
-    case OpId::bitwise_and: case OpId::bitwise_or: case OpId::bitwise_xor:
-    case OpId::shift_left: case OpId::shift_right_arithmetic:
-      KILN_CHECK(is_integral(dt, true), a.op == OpId::shift_left || a.op == OpId::shift_right_arithmetic
-                                            ? "shifts" : "bitwise ops",
-                 " need integer or bool tensors, got ", name(dt));
-      return {spec_like(ref, shape, dt)};
-    default:
-      return {spec_like(ref, shape, dt)};
+    if constexpr (op == OpId::bitwise_and || op == OpId::bitwise_or || op == OpId::bitwise_xor)
+      KILN_CHECK(is_integral(dt, true), "bitwise ops need integer or bool tensors, got ", name(dt));
+    if constexpr (op == OpId::shift_left || op == OpId::shift_right_arithmetic)
+      KILN_CHECK(is_integral(dt, true), "shifts need integer or bool tensors, got ", name(dt));
+    return {spec_like(x.is_wrapped_number() ? y : x, shape, dt)};
   }
 }
 
-std::vector<TensorSpec> where_meta(const Args& a) {
-  const Tensor &c = a.tensor(0), &x = a.tensor(1), &y = a.tensor(2);
-  KILN_CHECK_HINT(c.dtype() == kBool, "compare first, e.g. where(x > 0, ...)",
-                  "where: the condition must be a bool tensor, got ", name(c.dtype()));
-  SymShape shape = broadcast_shapes(broadcast_shapes(c.sym_sizes(), x.sym_sizes()), y.sym_sizes());
-  return {spec_like(x.is_wrapped_number() ? y : x, shape, result_type({x, y}))};
-}
+}  // namespace
 
-std::vector<TensorSpec> convert_meta(const Args& a) { return {spec_like(a.tensor(0), a.dtype(1))}; }
+KILN_FAMILY_META(POINTWISE, pointwise_meta);
 
-std::vector<TensorSpec> copy_meta(const Args& a) {
-  const Tensor &self = a.tensor(0), &src = a.tensor(1);
+KILN_META(copy_) {
+  const args::copy_ c{a};
+  const Tensor &self = c.self(), &src = c.src();
   SymShape b = broadcast_shapes(self.sym_sizes(), src.sym_sizes());
   KILN_CHECK_HINT(b == self.sym_sizes(), "the source must broadcast to the destination's shape",
                   "copy_: source of shape ", shape_str(src.sym_sizes()), " does not broadcast to ",
                   shape_str(self.sym_sizes()));
   return {self.spec()};
 }
-
-}  // namespace
-
-#define UNARY_META(op, fn) KILN_REGISTER(meta, op, fn);
-UNARY_META(exp, unary_float) UNARY_META(exp2, unary_float) UNARY_META(expm1, unary_float)
-UNARY_META(log, unary_float) UNARY_META(log2, unary_float) UNARY_META(log1p, unary_float)
-UNARY_META(sqrt, unary_float) UNARY_META(rsqrt, unary_float) UNARY_META(reciprocal, unary_float)
-UNARY_META(sin, unary_float) UNARY_META(cos, unary_float) UNARY_META(tan, unary_float)
-UNARY_META(tanh, unary_float) UNARY_META(asin, unary_float) UNARY_META(acos, unary_float)
-UNARY_META(atan, unary_float) UNARY_META(sinh, unary_float) UNARY_META(cosh, unary_float)
-UNARY_META(asinh, unary_float) UNARY_META(acosh, unary_float) UNARY_META(atanh, unary_float)
-UNARY_META(erf, unary_float) UNARY_META(erfc, unary_float) UNARY_META(erfinv, unary_float)
-UNARY_META(sigmoid, unary_float) UNARY_META(lgamma, unary_float) UNARY_META(digamma, unary_float)
-UNARY_META(neg, unary_same) UNARY_META(abs, unary_same) UNARY_META(sign, unary_same)
-UNARY_META(floor, unary_same) UNARY_META(ceil, unary_same) UNARY_META(round, unary_same)
-UNARY_META(trunc, unary_same) UNARY_META(bitwise_not, unary_same) UNARY_META(relu, unary_same)
-UNARY_META(isnan, unary_bool) UNARY_META(isinf, unary_bool) UNARY_META(isfinite, unary_bool)
-UNARY_META(logical_not, unary_bool)
-#undef UNARY_META
-
-#define BINARY_META(op) KILN_REGISTER(meta, op, binary);
-BINARY_META(add) BINARY_META(sub) BINARY_META(mul) BINARY_META(div) BINARY_META(floor_divide)
-BINARY_META(remainder) BINARY_META(fmod) BINARY_META(pow) BINARY_META(maximum) BINARY_META(minimum)
-BINARY_META(atan2) BINARY_META(eq) BINARY_META(ne) BINARY_META(lt) BINARY_META(le) BINARY_META(gt)
-BINARY_META(ge) BINARY_META(logical_and) BINARY_META(logical_or) BINARY_META(logical_xor)
-BINARY_META(bitwise_and) BINARY_META(bitwise_or) BINARY_META(bitwise_xor) BINARY_META(shift_left)
-BINARY_META(shift_right_arithmetic) BINARY_META(hypot) BINARY_META(copysign) BINARY_META(nextafter)
-#undef BINARY_META
-
-KILN_REGISTER(meta, where, where_meta);
-KILN_REGISTER(meta, convert_element_type, convert_meta);
-KILN_REGISTER(meta, copy_, copy_meta);
 
 }  // namespace kiln::ops

@@ -4,7 +4,7 @@
 
 #include <kiln/ops.h>
 
-#include "ops/dispatch.h"
+#include "ops/family.h"
 #include "ops/meta/meta_util.h"
 
 namespace kiln::ops {
@@ -113,33 +113,36 @@ int64_t check_gather_scatter(const char* what, const Tensor& self, int64_t dim_a
 }
 
 KILN_META(gather) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& index = a.tensor(2);
-  check_gather_scatter("gather", self, a.i64(1), index, nullptr);
-  return {spec_like(self, index.sym_sizes(), self.dtype())};
+  const args::gather g{a};
+  check_gather_scatter("gather", g.self(), g.dim(), g.index(), nullptr);
+  return {spec_like(g.self(), g.index().sym_sizes(), g.self().dtype())};
 }
 
+// scatter, scatter_add and scatter_reduce: one meta (and one kernel) over scatter's arguments,
+// which begin scatter_reduce's.
+static_assert(args_prefix<args::scatter, args::scatter_add>() && args_prefix<args::scatter, args::scatter_reduce>());
 std::vector<TensorSpec> scatter_meta(const Args& a) {
-  const Tensor& self = a.tensor(0);
-  const char* what = a.op == OpId::scatter ? "scatter" : a.op == OpId::scatter_add ? "scatter_add" : "scatter_reduce";
-  check_gather_scatter(what, self, a.i64(1), a.tensor(2), &a.tensor(3));
+  const args::scatter s{a};
+  const char* what = op_info(a.op).name;
+  check_gather_scatter(what, s.self(), s.dim(), s.index(), &s.src());
   if (a.op == OpId::scatter_reduce) {
-    const std::string& r = a.str(4);
+    const std::string& r = args::scatter_reduce{a}.reduce();
     KILN_CHECK_HINT(r == "sum" || r == "prod" || r == "mean" || r == "amax" || r == "amin",
                     "reduce must be one of sum, prod, mean, amax, amin", "scatter_reduce: unknown reduce \"", r, "\"");
   }
-  return {spec_like(self, self.dtype())};
+  return {spec_like(s.self(), s.self().dtype())};
 }
 KILN_REGISTER(meta, scatter, scatter_meta);
 KILN_REGISTER(meta, scatter_add, scatter_meta);
 KILN_REGISTER(meta, scatter_reduce, scatter_meta);
 
 KILN_META(index_select) {
-  const Tensor& self = a.tensor(0);
-  const Tensor& index = a.tensor(2);
+  const args::index_select s{a};
+  const Tensor& self = s.self();
+  const Tensor& index = s.index();
   check_index_dtype(index, "index_select", true);
   KILN_CHECK(index.dim() <= 1, "index_select: the index must be 0-d or 1-d, got ", index.dim(), " dims");
-  const int64_t dim = wrap_dim(a.i64(1), self.dim());
+  const int64_t dim = wrap_dim(s.dim(), self.dim());
   if (self.dim() == 0) {
     KILN_CHECK(index.sym_numel() == 1, "index_select: an index into a 0-d tensor must have one element");
     return {spec_like(self, self.dtype())};
@@ -150,9 +153,10 @@ KILN_META(index_select) {
 }
 
 KILN_META(index_put) {
-  const Tensor& self = a.tensor(0);
-  const TensorList& indices = a.tensors(1);
-  const Tensor& values = a.tensor(2);
+  const args::index_put p{a};
+  const Tensor& self = p.self();
+  const TensorList& indices = p.indices();
+  const Tensor& values = p.values();
   KILN_CHECK_HINT(values.dtype() == self.dtype(), "convert the values with .to(self.dtype())",
                   "index_put: values of dtype ", name(values.dtype()), " do not match the tensor's dtype ",
                   name(self.dtype()));

@@ -2,7 +2,10 @@
 #pragma once
 #include <kiln/tensor.h>
 
+#include <optional>
 #include <vector>
+
+#include "ops/dispatch.h"
 
 namespace kiln::ops {
 
@@ -19,6 +22,27 @@ inline TensorSpec spec_like(const Tensor& t, DType dtype) { return spec_like(t, 
 SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, bool keepdim);
 // The dtype unary float ops (exp, sin, ...) return: integers and bool become the default float.
 inline DType float_result(DType t) { return is_floating(t) ? t : default_float_dtype(); }
+// The output dtype of ops.def's dtype rule: `in` is the dtype the rule starts from (the first
+// input's for SAME, the inputs' promoted one otherwise), `arg` the op's dtype argument if any.
+// Inline: a family meta's rule is a constant, so the switch folds away.
+inline DType rule_dtype(DTypeRule rule, DType in, std::optional<DType> arg) {
+  switch (rule) {
+    case DTypeRule::SAME: case DTypeRule::PROMOTE: return in;
+    case DTypeRule::INT_TO_FLOAT: return float_result(in);
+    case DTypeRule::INT_TO_LONG: return arg ? *arg : is_integral(in, true) ? kInt64 : in;
+    case DTypeRule::BOOL: return kBool;
+    case DTypeRule::LONG: return kInt64;
+    case DTypeRule::ARG: return arg.value_or(default_float_dtype());
+    case DTypeRule::NONE: break;
+  }
+  detail::fail("internal: rule_dtype of an op without a dtype rule");
+}
+// An op's dtype argument through its view, for code written once for ops with and without one.
+template <class View>
+std::optional<DType> dtype_arg(const View& a) {
+  if constexpr (requires { a.dtype(); }) return a.dtype();
+  else return std::nullopt;
+}
 
 }  // namespace kiln::ops
 

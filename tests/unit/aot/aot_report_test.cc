@@ -9,7 +9,7 @@
 
 #include "examples/gpt/model.h"
 #include "aot/aot.h"
-#include "core/allocator.h"
+#include "runtime/device.h"
 #include <kiln/aot.h>
 #include "graph/graph.h"
 
@@ -78,12 +78,12 @@ TEST(AotReport, LowerBudgetLowersMeasuredPeakMemory) {
     }, o);
     f(model, idx).backward();  // compiles; the measured call below reuses the plan
     model->zero_grad();
-    size_t base = cpu_live_bytes();
-    cpu_reset_peak();
+    size_t base = runtime::memory_stats(kCPU).live_bytes;
+    runtime::reset_peak(kCPU);
     Tensor loss = f(model, idx);
-    held.push_back(cpu_live_bytes() - base);  // what the forward keeps for the backward
+    held.push_back(runtime::memory_stats(kCPU).live_bytes - base);  // what the forward keeps for the backward
     loss.backward();
-    peaks.push_back(cpu_peak_bytes() - base);
+    peaks.push_back(runtime::memory_stats(kCPU).peak_bytes - base);
     model->zero_grad();
     std::printf("budget %.1f: %.2f MiB held after the forward, peak %.2f MiB over forward + backward\n", budget,
                 double(held.back()) / (1 << 20), double(peaks.back()) / (1 << 20));

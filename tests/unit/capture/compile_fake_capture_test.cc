@@ -8,8 +8,8 @@
 #include "examples/gpt/model.h"
 #include "ops/fake_mode.h"
 #include "capture/tracer.h"
-#include "core/allocator.h"
 #include "core/tensor_impl.h"
+#include "runtime/device.h"
 #include "support/test_util.h"
 
 namespace kiln {
@@ -18,12 +18,13 @@ namespace {
 TEST(CompileFakeCapture, Gpt2SmallAllocatesNothing) {
   // Every block allocated since `bytes0, blocks0` is a number (at most 8 bytes), and they are few.
   auto expect_only_numbers = [](size_t bytes0, size_t blocks0, const char* when) {
-    const size_t bytes = cpu_allocated_bytes() - bytes0, blocks = cpu_allocated_blocks() - blocks0;
+    const runtime::MemoryStats now = runtime::memory_stats(kCPU);
+    const size_t bytes = now.allocated_bytes - bytes0, blocks = now.allocated_blocks - blocks0;
     std::printf("%s: %zu blocks, %zu bytes allocated\n", when, blocks, bytes);
     EXPECT_LE(bytes, 8 * blocks) << when << ": a block larger than a number";
     EXPECT_LT(bytes, 4096u) << when;
   };
-  size_t bytes0 = cpu_allocated_bytes(), blocks0 = cpu_allocated_blocks();
+  size_t bytes0 = runtime::memory_stats(kCPU).allocated_bytes, blocks0 = runtime::memory_stats(kCPU).allocated_blocks;
   gpt::Config c;  // the workloads' GPT-2 small
   std::optional<gpt::GPT> model;
   {
@@ -31,7 +32,7 @@ TEST(CompileFakeCapture, Gpt2SmallAllocatesNothing) {
     model.emplace(c);
   }
   expect_only_numbers(bytes0, blocks0, "building the model in fake mode");
-  bytes0 = cpu_allocated_bytes(), blocks0 = cpu_allocated_blocks();
+  bytes0 = runtime::memory_stats(kCPU).allocated_bytes, blocks0 = runtime::memory_stats(kCPU).allocated_blocks;
   int64_t params = 0;
   for (const Tensor& p : (*model)->parameters()) {
     ASSERT_TRUE(p.is_fake());

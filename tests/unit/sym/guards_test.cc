@@ -97,6 +97,20 @@ TEST(SymGuard, BareOperatorsStillRecord) {
   EXPECT_EQ(rec.seen[1], "s0 == 5 -> false");
 }
 
+// Capture checks every symbol's range on each call, so a relation the ranges decide is no guard.
+TEST(SymGuard, BareOperatorsDecidedByRangesRecordNothing) {
+  Recorder rec;
+  SymInt s0 = size("s0", 6, {2, INT64_MAX}), s1 = size("s1", 6, {2, INT64_MAX});
+  EXPECT_FALSE(s0 == 1);       // s0 >= 2
+  EXPECT_TRUE(s0 * s1 != -1);  // a product of sizes is >= 4
+  EXPECT_TRUE(0 <= s0);
+  EXPECT_TRUE(s0 < s0 + 1);
+  EXPECT_TRUE(rec.seen.empty()) << rec.seen.front();
+  EXPECT_TRUE(s0 == s1);  // not decided by the ranges: recorded at the hints
+  ASSERT_EQ(rec.seen.size(), 1u);
+  EXPECT_EQ(rec.seen[0], "s0 == s1 -> true");
+}
+
 TEST(SymNoImplicitGuards, BareComparisonOnASymbolicSizeIsAnError) {
   Recorder rec;
   SymInt s0 = size("s0", 6), s1 = size("s1", 4);

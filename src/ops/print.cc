@@ -1,5 +1,5 @@
 // Tensor printing in PyTorch's style: tensor([[1., 2.], [3., 4.]], dtype=float64).
-#include <kiln/autograd.h>
+#include <kiln/grad_mode.h>
 #include <kiln/ops.h>
 
 #include <cmath>
@@ -68,7 +68,7 @@ std::string Tensor::str() const {
   ops::SuspendDispatchMode eager;  // printing's own ops are not part of a capture
   NoGradGuard no_grad;
   // Large tensors show the first and last few entries of each long dim.
-  Tensor shown_t = detach();
+  Tensor shown_t = detach().cpu();  // a device's values are read on the host
   Shape shown = sizes();
   if (numel() > kSummarizeAbove) {
     for (int64_t d = 0; d < dim(); ++d) {
@@ -95,14 +95,15 @@ std::string Tensor::str() const {
   if (numel() == 0) os << "[]";
   else print_rec(os, shown, sizes(), vals, f, 0, flat, 7);
   const bool default_dt = dtype() == default_float_dtype() || dtype() == kInt64 || dtype() == kBool;
-  if (!default_dt || numel() == 0) {
-    if (numel() == 0 && dim() != 1) os << ", size=" << shape_str(sizes());
-    if (!default_dt) os << ", dtype=" << name(dtype());
-  }
+  if (numel() == 0 && dim() != 1) os << ", size=" << shape_str(sizes());
+  if (!device().is_cpu()) os << ", device='" << device().str() << "'";
+  if (!default_dt) os << ", dtype=" << name(dtype());
   if (is_leaf() && requires_grad()) os << ", requires_grad=True";
   if (!is_leaf()) os << ", grad_fn=<" << grad_fn_name() << ">";
   os << ")";
   return os.str();
 }
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t) { return os << t.str(); }
 
 }  // namespace kiln

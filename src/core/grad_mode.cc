@@ -1,0 +1,11 @@
+#include <kiln/grad_mode.h>
+
+namespace kiln {
+namespace {
+thread_local bool t_grad_enabled = true;
+}  // namespace
+
+bool is_grad_enabled() { return t_grad_enabled; }
+void set_grad_enabled(bool enabled) { t_grad_enabled = enabled; }
+
+}  // namespace kiln

@@ -1,0 +1,40 @@
+#include "runtime/device.h"
+
+#include <kiln/error.h>
+
+#include <memory>
+
+namespace kiln::runtime {
+
+namespace detail {
+DeviceInterface* g_devices[kNumDeviceTypes] = {};  // zero before any dynamic initialization
+
+void fail_no_device(DeviceType type) {
+  kiln::detail::fail(std::string("no device backend for ") + name(type) + " is registered in this build",
+                     "keep the tensors on the CPU (the default device; .cpu() moves one back)");
+}
+}  // namespace detail
+
+bool register_device(DeviceType type, DeviceInterface* device) {
+  KILN_CHECK(device, "register_device: null interface for ", name(type));
+  KILN_CHECK(!detail::g_devices[size_t(type)], "register_device: ", name(type), " already has an interface");
+  detail::g_devices[size_t(type)] = device;
+  return true;
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+  if (nbytes == 0) return;
+  const DeviceType dt = dst_device.type, st = src_device.type;
+  if (dt == st || st == DeviceType::CPU) return device_interface(dt).copy(dst, dst_device, src, src_device, nbytes);
+  if (dt == DeviceType::CPU) return device_interface(st).copy(dst, dst_device, src, src_device, nbytes);
+  // Two backends that know nothing of each other: through host memory.
+  std::unique_ptr<char[]> host(new char[nbytes]);
+  device_interface(st).copy(host.get(), kCPU, src, src_device, nbytes);
+  device_interface(dt).copy(dst, dst_device, host.get(), kCPU, nbytes);
+}
+
+MemoryStats memory_stats(Device device) { return device_interface(device.type).memory_stats(device.index); }
+void reset_peak(Device device) { device_interface(device.type).reset_peak(device.index); }
+void synchronize(Device device) { device_interface(device.type).synchronize(device.index); }
+
+}  // namespace kiln::runtime
