@@ -31,6 +31,7 @@ LAYERS = [
      "devices and their memory; symbolic integers; the pointwise prims' scalar semantics (host + device)"),
     (("core",), False, "Tensor, Storage, dtypes, errors, logs, RNG"),
     (("ops",), False, "ops.def, schemas, meta functions, the dispatcher, fake mode, autocast"),
+    (("tile",), False, "the tile kernel IR (kiln's Triton): builder, verifier, text form, passes, C++ backend"),
     (("decomp", "eager"), False, "composites as prims; the reference CPU kernels (independent of each other)"),
     (("autograd",), False, "derivative formulas and the engine"),
     (("nn", "optim", "io"), True, "modules, optimizers, safetensors"),

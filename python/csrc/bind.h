@@ -57,5 +57,6 @@ void bind_autograd(nb::module_& m);
 void bind_runtime(nb::module_& m);
 void bind_optim(nb::module_& m);
 void bind_compile(nb::module_& m);
+void bind_tile(nb::module_& m);
 
 }  // namespace kiln::py

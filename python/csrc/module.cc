@@ -14,4 +14,5 @@ NB_MODULE(_C, m) {
   bind_runtime(m);
   bind_optim(m);
   bind_compile(m);
+  bind_tile(m);
 }

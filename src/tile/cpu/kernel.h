@@ -1,0 +1,81 @@
+// Compiled tile kernels on the CPU: compile a program (or a group in one translation unit) and
+// launch it on tensors, numbers and a grid.
+//
+//   tile::cpu::Kernel k = tile::cpu::compile(b.finish());
+//   k(tile::cpu::Grid(cdiv(n, 1024)), x, y, out, n);            // tensors, ints, floats in order
+//   k.launch([&](const tile::Meta& m) { return tile::cpu::Grid(cdiv(n, m.find("BLOCK")->to_int())); }, {x, y, out, n});
+//
+// A launch checks each argument against its parameter (a tensor's dtype and device against the
+// pointer type, an int's range against i32) and calls the entry point: no allocation and no
+// lookup by name on the way.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <functional>
+#include <initializer_list>
+#include <memory>
+#include <span>
+
+#include "tile/cpu/cc.h"
+#include "tile/ir.h"
+
+namespace kiln::tile::cpu {
+
+// The grid: how many program instances along each axis.
+struct Grid {
+  int64_t x = 1, y = 1, z = 1;
+  Grid(int64_t gx = 1, int64_t gy = 1, int64_t gz = 1) : x(gx), y(gy), z(gz) {}
+};
+// A grid computed from the kernel's meta-parameters (Triton's `grid = lambda meta: ...`).
+using GridFn = std::function<Grid(const Meta&)>;
+
+// One launch argument: a tensor (for a pointer parameter), an integer (int and sym
+// parameters), or a float (float parameters; an integer converts).
+struct Arg {
+  enum class Kind : uint8_t { Tensor, Int, Float } kind;
+  const Tensor* tensor = nullptr;
+  int64_t i = 0;
+  double f = 0;
+  Arg(const Tensor& t) : kind(Kind::Tensor), tensor(&t) {}
+  template <class T, std::enable_if_t<std::is_integral_v<T>, int> = 0>
+  Arg(T v) : kind(Kind::Int), i(int64_t(v)) {}
+  Arg(double v) : kind(Kind::Float), f(v) {}
+  Arg(float v) : kind(Kind::Float), f(v) {}
+};
+
+struct ParamSig {
+  std::string name;
+  ParamKind kind;
+  DType dtype;
+};
+
+class Kernel {
+ public:
+  const std::string& name() const;
+  const std::vector<ParamSig>& params() const;
+  const Meta& meta() const;
+  const std::string& ir() const;      // the program as compiled (after its passes), as text
+  const std::string& source() const;  // the translation unit it was compiled in
+  const Library& library() const;
+
+  void launch(const Grid& grid, std::span<const Arg> args) const;
+  void launch(const Grid& grid, std::initializer_list<Arg> args) const { launch(grid, std::span<const Arg>(args.begin(), args.size())); }
+  void launch(const GridFn& grid, std::span<const Arg> args) const { launch(grid(meta()), args); }
+  template <class... A>
+  void operator()(const Grid& grid, const A&... args) const {
+    const Arg a[] = {Arg(args)...};
+    launch(grid, std::span<const Arg>(a, sizeof...(A)));
+  }
+
+ private:
+  struct Data;
+  friend std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes);
+  std::shared_ptr<const Data> d_;
+};
+
+// Verifies, runs the passes (a list for run_passes; "" for none), emits, compiles and loads.
+Kernel compile(Program p, const std::string& passes = "default");
+// Several kernels in one translation unit (one compiler run); names must differ.
+std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes = "default");
+
+}  // namespace kiln::tile::cpu
