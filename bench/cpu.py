@@ -11,7 +11,7 @@ after warm-ups, on random inputs. The table gives, per row: median ms, the ratio
 mode (PyTorch eager or torch.compile; < 1: faster than the peer), for memory-bound workloads the
 fraction of the machine's memcpy bandwidth (measured in this run) achieved on the bytes the workload
 must read and write, GFLOP/s for matmul-bound ones, and the cold / warm first-call seconds.
---quick: fewer timed calls and no warm-start processes. --markdown FILE: also writes the table as
+--quick: fewer timed calls. --markdown FILE: also writes the table as
 markdown (what BENCHMARKS.md keeps).
 """
 import argparse
@@ -117,8 +117,8 @@ def child(lib_name, name, mode, reps, first_only):
         import kiln as lib
     lib.manual_seed(0)
     fn, args, nbytes, flops = workload(lib, name)
-    if mode != "eager":
-        fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=mode)
+    if mode != "eager":  # "compile" (torch) or "compile:<backend>" (kiln)
+        fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=mode.split(":", 1)[1])
     t0 = time.perf_counter()
     fn(*args)
     first_s = time.perf_counter() - t0
@@ -204,9 +204,9 @@ def main():
     bw = memcpy_bandwidth()
     print(f"kiln vs PyTorch {torch.__version__} on the CPU: {machine()}; memcpy {bw / 1e9:.1f} GB/s "
           f"({'quick' if a.quick else 'full'} run, {datetime.date.today()})", flush=True)
-    modes = [("kiln", "eager")] + [("kiln", b) for b in backends] + [("torch", "eager"), ("torch", "compile")]
+    modes = [("kiln", "eager")] + [("kiln", "compile:" + b) for b in backends] + [("torch", "eager"), ("torch", "compile")]
     rows = []
-    header = (f"{'workload':<15} {'mode':<20} {'median ms':>10} {'x peer best':>11} {'% memcpy':>9} {'GFLOP/s':>8} "
+    header = (f"{'workload':<15} {'mode':<24} {'median ms':>10} {'x peer best':>11} {'% memcpy':>9} {'GFLOP/s':>8} "
               f"{'cold s':>7} {'warm s':>7}")
     print(header)
     for name in names:
@@ -215,14 +215,13 @@ def main():
         for lib_name, mode in modes:
             with tempfile.TemporaryDirectory() as cache:
                 r = run_child(lib_name, name, mode, reps, cache)
-                if mode != "eager" and not a.quick and "error" not in r:
+                if mode != "eager" and "error" not in r:
                     r["warm_s"] = run_child(lib_name, name, mode, reps, cache, first_only=True).get("first_call_s")
             results[(lib_name, mode)] = r
         peer = [r["median_ms"] for (lib_name, _), r in results.items() if lib_name == "torch" and "median_ms" in r]
         best = min(peer) if peer else None
         for (lib_name, mode), r in results.items():
-            label = f"{lib_name} {'eager' if mode == 'eager' else 'compile' if lib_name == 'torch' else 'compile:' + mode}"
-            row = dict(workload=name, mode=label, **r)
+            row = dict(workload=name, mode=f"{lib_name} {mode}", **r)
             if "median_ms" in r:
                 s = r["median_ms"] / 1e3
                 row["ratio"] = r["median_ms"] / best if best else None
@@ -237,14 +236,16 @@ def main():
 
 
 def fmt(v, spec):
-    return format(v, spec) if isinstance(v, (int, float)) else "-"
+    """v formatted, or a dash as wide as the spec's width when there is no value."""
+    width = int("".join(ch for ch in spec.split(".")[0] if ch.isdigit()) or 0)
+    return format(v, spec) if isinstance(v, (int, float)) else "-".rjust(width)
 
 
 def format_row(r):
     if "error" in r:
-        return f"{r['workload']:<15} {r['mode']:<20} error: {r['error'][:120]}"
+        return f"{r['workload']:<15} {r['mode']:<24} error: {r['error'][:120]}"
     pct = r["memcpy_frac"] * 100 if r.get("memcpy_frac") is not None else None
-    return (f"{r['workload']:<15} {r['mode']:<20} {r['median_ms']:10.2f} {fmt(r.get('ratio'), '11.2f')} {fmt(pct, '8.0f')}% "
+    return (f"{r['workload']:<15} {r['mode']:<24} {r['median_ms']:10.2f} {fmt(r.get('ratio'), '11.2f')} {fmt(pct, '8.0f')}  "
             f"{fmt(r.get('gflops'), '8.1f')} {r['first_call_s']:7.2f} {fmt(r.get('warm_s'), '7.2f')}")
 
 
