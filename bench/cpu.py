@@ -11,7 +11,7 @@ after warm-ups, on random inputs. The table gives, per row: median ms, the ratio
 mode (PyTorch eager or torch.compile; < 1: faster than the peer), for memory-bound workloads the
 fraction of the machine's memcpy bandwidth (measured in this run) achieved on the bytes the workload
 must read and write, GFLOP/s for matmul-bound ones, and the cold / warm first-call seconds.
---quick: fewer timed calls. --markdown FILE: also writes the table as
+--quick: fewer timed calls. Both libraries use every core (KILN_IGNORE_LOAD=1 unless set). --markdown FILE: also writes the table as
 markdown (what BENCHMARKS.md keeps).
 """
 import argparse
@@ -138,6 +138,9 @@ def child(lib_name, name, mode, reps, first_only):
 def run_child(lib_name, name, mode, reps, cache, first_only=False):
     env = dict(os.environ, KILN_CACHE_DIR=os.path.join(cache, "kiln"), TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "torch"),
                PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    # Both libraries on every core: kiln's kernels otherwise drop to one thread while the load
+    # average is high (docs/performance.md, Threads), and torch keeps its threads.
+    env.setdefault("KILN_IGNORE_LOAD", "1")
     cmd = [sys.executable, os.path.abspath(__file__), "--child", lib_name, name, mode, "--reps", str(reps)]
     if first_only:
         cmd.append("--first-only")

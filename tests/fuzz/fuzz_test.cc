@@ -1,7 +1,7 @@
 // The graph fuzzer's tests (tests/fuzz/README.md): random prim graphs through every registered
 // backend against eager, the reducer on a planted bug, and the pieces it relies on.
 //
-//   KILN_FUZZ_ITERS=N      graphs per run (default 2500: seeds KILN_FUZZ_SEED .. +N)
+//   KILN_FUZZ_ITERS=N      graphs per run (default 5000: seeds KILN_FUZZ_SEED .. +N)
 //   KILN_FUZZ_SEED=S       the first seed (default 0)
 //   KILN_FUZZ_BACKENDS=a,b the backends to test (default: every registered one but "eager")
 //   KILN_FUZZ_OUT=DIR      where reduced failures are written (default: the temp dir)
@@ -74,7 +74,7 @@ struct Coverage {
 };
 
 TEST(Fuzz, BackendsMatchEager) {
-  const uint64_t first = env_int("KILN_FUZZ_SEED", 0), iters = env_int("KILN_FUZZ_ITERS", 2500);
+  const uint64_t first = env_int("KILN_FUZZ_SEED", 0), iters = env_int("KILN_FUZZ_ITERS", 5000);
   const std::vector<std::string> names = backends_under_test();
   ASSERT_FALSE(names.empty()) << "no backend to test besides eager";
   std::vector<Backend> backends;
