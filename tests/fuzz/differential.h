@@ -25,6 +25,13 @@ std::vector<Tensor> make_inputs(const graph::Graph& g, uint64_t seed, const SymE
 // Each symbol of g's input sizes bound to its hint.
 SymEnv hint_env(const graph::Graph& g);
 
+// How far a correct backend may legitimately be from eager on one output, beyond the dtype's
+// tolerance: |got - eager| <= abs + rel * |eager| (from the fuzzer's error analysis of the graph:
+// rounding, reordered sums and library functions accumulated along the computation).
+struct ErrorBound {
+  double abs = 0, rel = 0;
+};
+
 // Relative and absolute tolerance of a dtype (the absolute one scaled by the output's largest
 // finite magnitude, at least 1); integers and bools compare exactly.
 struct Tolerance {
@@ -34,7 +41,7 @@ Tolerance tolerance(DType t);
 
 // "" when `got` matches `expected` (same dtype and sizes; values within tolerance, NaN equal
 // to NaN, infinities of the same sign equal), otherwise what differs and where.
-std::string compare(const Tensor& got, const Tensor& expected);
+std::string compare(const Tensor& got, const Tensor& expected, ErrorBound allowed = {});
 
 struct Outcome {
   enum Kind { Pass, Mismatch, BackendError, ReferenceError };
@@ -47,8 +54,9 @@ const char* kind_name(Outcome::Kind k);
 // Compiles g with `backend` once and calls it once per env in `calls` (one empty env for a
 // graph without symbols; its symbols' hints without `calls`), comparing each call with graph::interpret on the same inputs.
 // ReferenceError: eager itself rejected the inputs (the graph is not a valid test).
+// `allowed`: per output, what compare() may allow beyond the dtype tolerance (none when empty).
 Outcome check(const Backend& backend, std::shared_ptr<const graph::Graph> g, uint64_t seed,
-              const std::vector<SymEnv>& calls);
+              const std::vector<SymEnv>& calls, const std::vector<ErrorBound>& allowed = {});
 
 // The backend registered under `name` (kiln::Error listing the registered ones otherwise).
 Backend backend_named(const std::string& name);

@@ -43,6 +43,7 @@ struct Val {
   Value* v = nullptr;
   bool exact = true;
   double bound = 0;
+  ErrorBound err;  // how far a correct backend may be from eager here (zero when exact)
   DType dtype() const { return v->spec.dtype; }
   const SymShape& sizes() const { return v->spec.sizes; }
   int64_t rank() const { return int64_t(v->spec.sizes.size()); }
@@ -60,6 +61,25 @@ DType result_type(const Val& a, const Val& b) { return promote_types(a.dtype(), 
 
 double clamp_pow(double b, double n) { return n == 0 ? 1 : std::pow(std::max(b, 1.0), n); }
 
+// The rounding unit of a dtype (0: integers and bools are exact), and of float accumulation.
+double eps(DType t) {
+  switch (t) {
+    case kFloat64: return 2.2e-16;
+    case kFloat32: return 1.2e-7;
+    case kFloat16: return 9.8e-4;
+    case kBFloat16: return 7.9e-3;
+    default: return 0;
+  }
+}
+double acc_eps(DType t) { return t == kFloat64 ? eps(kFloat64) : eps(kFloat32); }
+
+// The error bound of a value as an absolute one (its bound is finite where this is used).
+double spread(const Val& v) { return v.err.rel == 0 ? v.err.abs : v.err.abs + v.err.rel * v.bound; }
+ErrorBound larger(const ErrorBound& a, const ErrorBound& b) { return {std::max(a.abs, b.abs), std::max(a.rel, b.rel)}; }
+// A bounded function of x with Lipschitz constant `lip` and sup |x f'(x)| = `scale` (how a
+// relative error of x moves f), plus a few units of its own rounding.
+ErrorBound through(const Val& x, double lip, double scale, double u) { return {lip * x.err.abs + scale * x.err.rel + 4 * u, 0}; }
+
 class Builder {
  public:
   explicit Builder(graph::Graph& g) : g_(g) {}
@@ -75,7 +95,7 @@ class Builder {
     }
     if (in.layout != Layout::Contiguous && r > 0) spec.strides = layout_strides(in), spec.offset = int64_t(in.layout_choice % 3);
     const bool is_f = is_floating(in.dtype);
-    return {g_.add_input(spec), true, in.dtype == kBool ? 1.0 : is_f ? 3.0 : 4.0};  // make_inputs' ranges
+    return {g_.add_input(spec), true, in.dtype == kBool ? 1.0 : is_f ? 3.0 : 4.0, {}};  // make_inputs' ranges
   }
 
   // One step; nullopt when its choice does not apply (the step then defines its first operand).
@@ -120,13 +140,13 @@ class Builder {
     return SymShape(strides.begin(), strides.end());
   }
 
-  Val call(OpId op, std::vector<NodeArg> args, bool exact, double bound, size_t output = 0) {
+  Val call(OpId op, std::vector<NodeArg> args, bool exact, double bound, ErrorBound err = {}, size_t output = 0) {
     std::vector<Value*> outs = g_.add_call(op, std::move(args));
-    return {outs.at(output), exact, bound};
+    return {outs.at(output), exact, bound, exact ? ErrorBound{} : err};
   }
   Val number(double v, bool integral) {
     Tensor t = integral ? scalar_tensor(Scalar(int64_t(v)), kInt64) : scalar_tensor(Scalar(v), kFloat64);
-    return {g_.add_constant(t, /*wrapped=*/true), true, std::abs(v)};
+    return {g_.add_constant(t, /*wrapped=*/true), true, std::abs(v), {}};
   }
   // Whether a value of this bound fits `t` (arithmetic never takes an unbounded operand).
   static bool fits(double bound, DType t) { return std::isfinite(bound) && bound <= safe_bound(t); }
@@ -141,7 +161,7 @@ class Builder {
       const SymInt& db = out.sizes()[size_t(rb - 1 - k)];
       if (same(da, db) || is_one(da) || is_one(db)) continue;
       if (!concrete(db) || db.value() == 0) return a;
-      out = call(OpId::slice, {out.v, rb - 1 - k, SymInt(0), SymInt(1), SymInt(1)}, out.exact, out.bound);
+      out = call(OpId::slice, {out.v, rb - 1 - k, SymInt(0), SymInt(1), SymInt(1)}, out.exact, out.bound, out.err);
     }
     return out;
   }
@@ -168,39 +188,41 @@ class Builder {
     const DType t = x.dtype();
     const double b = x.bound;
     const bool ex = x.exact, fin = std::isfinite(b);
-    auto add = [&](bool applies, OpId op, bool exact, double bound) {
-      cands.add(applies, [=, this] { return call(op, {x.v}, exact, bound); });
+    auto add = [&](bool applies, OpId op, bool exact, double bound, ErrorBound err = {}) {
+      cands.add(applies, [=, this] { return call(op, {x.v}, exact, bound, err); });
     };
+    const double uf = eps(default_float_dtype());  // int -> float ops round once
     if (t == kBool) {
       add(true, OpId::logical_not, ex, 1);
       add(true, OpId::bitwise_not, ex, 1);
-      add(true, OpId::sigmoid, false, 1);
+      add(true, OpId::sigmoid, false, 1, {4 * uf, 0});
     } else if (!x.is_float()) {
       add(true, OpId::neg, ex, b);
       add(true, OpId::abs, ex, b);
       add(true, OpId::sign, ex, 1);
       add(true, OpId::bitwise_not, ex, b + 1);
-      add(true, OpId::tanh, false, 1);
+      add(true, OpId::tanh, false, 1, {4 * uf, 0});
       add(ex, OpId::logical_not, true, 1);
     } else {
-      add(true, OpId::neg, ex, b);
-      add(true, OpId::abs, ex, b);
-      add(true, OpId::tanh, false, 1);
-      add(true, OpId::sigmoid, false, 1);
-      add(true, OpId::atan, false, 1.6);
-      add(fin, OpId::erf, false, 1);
-      add(fin, OpId::erfc, false, 2);
-      add(b <= 1e3, OpId::sin, false, 1);
-      add(b <= 1e3, OpId::cos, false, 1);
-      const double e = std::exp(b);
-      add(fits(e, t), OpId::exp, false, e);
-      add(fits(e, t), OpId::expm1, false, e);
-      add(fits(std::exp2(b), t), OpId::exp2, false, std::exp2(b));
-      add(fits(e, t), OpId::sinh, false, e);
-      add(fits(e, t), OpId::cosh, false, e);
-      // Ill-conditioned near 0 or discontinuous: exact operands only.
-      for (OpId op : {OpId::log, OpId::log2, OpId::log1p, OpId::rsqrt, OpId::reciprocal}) add(ex, op, false, kInf);
-      add(ex && fin, OpId::sqrt, false, std::sqrt(b));
+      const double u = eps(t);
+      add(true, OpId::neg, ex, b, x.err);
+      add(true, OpId::abs, ex, b, x.err);
+      add(true, OpId::tanh, false, 1, through(x, 1, 0.45, u));
+      add(true, OpId::sigmoid, false, 1, through(x, 0.25, 0.23, u));
+      add(true, OpId::atan, false, 1.6, through(x, 1, 0.5, u));
+      add(fin, OpId::erf, false, 1, through(x, 1.13, 0.5, u));
+      add(fin, OpId::erfc, false, 2, through(x, 1.13, 0.5, 2 * u));
+      const double e = std::exp(b), dx = fin ? spread(x) : 0;
+      add(b <= 1e3, OpId::sin, false, 1, {dx + 4 * u, 0});
+      add(b <= 1e3, OpId::cos, false, 1, {dx + 4 * u, 0});
+      add(fits(e, t), OpId::exp, false, e, {0, dx + 4 * u});  // exp(x + d) = exp(x) * (1 + d + ...)
+      add(fits(e, t), OpId::expm1, false, e, {e * (dx + 4 * u), 0});
+      add(fits(std::exp2(b), t), OpId::exp2, false, std::exp2(b), {0, 0.7 * dx + 4 * u});
+      add(fits(e, t), OpId::sinh, false, e, {e * (dx + 4 * u), 0});
+      add(fits(e, t), OpId::cosh, false, e, {e * (dx + 4 * u), 0});
+      // Ill-conditioned near 0 or discontinuous: exact operands only (accurate to a few ulps).
+      for (OpId op : {OpId::log, OpId::log2, OpId::log1p, OpId::rsqrt, OpId::reciprocal}) add(ex, op, false, kInf, {0, 4 * u});
+      add(ex && fin, OpId::sqrt, false, std::sqrt(b), {0, 4 * u});
       for (OpId op : {OpId::floor, OpId::ceil, OpId::round, OpId::trunc}) add(ex && fin, op, true, b + 1);
       for (OpId op : {OpId::sign, OpId::isnan, OpId::isinf, OpId::isfinite, OpId::logical_not}) add(ex, op, true, 1);
     }
@@ -224,29 +246,31 @@ class Builder {
     const bool bools = a.dtype() == kBool && b.dtype() == kBool;
     const bool finite = std::isfinite(a.bound) && std::isfinite(b.bound);
     Choices cands;
-    auto add = [&](bool applies, OpId op, bool ex, double bound, std::vector<NodeArg> extra = {}) {
+    auto add = [&](bool applies, OpId op, bool ex, double bound, ErrorBound err, std::vector<NodeArg> extra = {}) {
       cands.add(applies, [=, this] {
         std::vector<NodeArg> args{a.v, b.v};
         args.insert(args.end(), extra.begin(), extra.end());
-        return call(op, args, ex, bound);
+        return call(op, args, ex, bound, err);
       });
     };
-    const double sum = a.bound + b.bound, product = a.bound * b.bound, larger = std::max(a.bound, b.bound);
-    add(fits(sum, t) && !bools, OpId::add, exact, sum);
-    add(fits(sum, t) && !bools, OpId::sub, exact, sum);
-    add(fits(product, t) && !bools, OpId::mul, exact, product);
-    add(true, OpId::maximum, both_exact, larger);
-    add(true, OpId::minimum, both_exact, larger);
-    add(b.exact && std::isfinite(a.bound), OpId::div, false, kInf, {std::monostate{}});
+    const double sum = a.bound + b.bound, product = a.bound * b.bound, bigger = std::max(a.bound, b.bound);
+    const double u = eps(t), da = finite ? spread(a) : 0, db = finite ? spread(b) : 0;
+    add(fits(sum, t) && !bools, OpId::add, exact, sum, {da + db + u * sum, 0});
+    add(fits(sum, t) && !bools, OpId::sub, exact, sum, {da + db + u * sum, 0});
+    add(fits(product, t) && !bools, OpId::mul, exact, product, {a.bound * db + b.bound * da + da * db + u * product, 0});
+    add(true, OpId::maximum, both_exact, bigger, larger(a.err, b.err));
+    add(true, OpId::minimum, both_exact, bigger, larger(a.err, b.err));
+    // a / b: b exact (near 0 it is ill-conditioned), a's error relative (an absolute one would grow without bound).
+    add(b.exact && a.err.abs == 0 && std::isfinite(a.bound), OpId::div, false, kInf, {0, a.err.rel + u}, {std::monostate{}});
     const bool exact_floats = fl && both_exact && finite;  // discontinuous in an operand
-    add(exact_floats, OpId::atan2, false, 3.2);
-    add(exact_floats, OpId::remainder, false, b.bound);
-    add(exact_floats, OpId::fmod, false, b.bound);
-    add(exact_floats, OpId::copysign, false, a.bound);
-    add(exact_floats && a.bound <= 8 && b.bound <= 4, OpId::pow, false, kInf);
-    add(fl && fits(sum, t), OpId::hypot, false, sum);
-    for (OpId op : {OpId::bitwise_and, OpId::bitwise_or, OpId::bitwise_xor}) add(!fl && both_exact, op, true, 2 * larger + 1);
-    for (OpId op : {OpId::logical_and, OpId::logical_or, OpId::logical_xor}) add(both_exact, op, true, 1);
+    add(exact_floats, OpId::atan2, false, 3.2, {4 * u * 3.2, 0});
+    add(exact_floats, OpId::remainder, false, b.bound, {4 * u * b.bound, 0});
+    add(exact_floats, OpId::fmod, false, b.bound, {4 * u * b.bound, 0});
+    add(exact_floats, OpId::copysign, false, a.bound, {});
+    add(exact_floats && a.bound <= 8 && b.bound <= 4, OpId::pow, false, kInf, {0, 4 * u});
+    add(fl && fits(sum, t), OpId::hypot, false, sum, {da + db + 4 * u * sum, 0});
+    for (OpId op : {OpId::bitwise_and, OpId::bitwise_or, OpId::bitwise_xor}) add(!fl && both_exact, op, true, 2 * bigger + 1, {});
+    for (OpId op : {OpId::logical_and, OpId::logical_or, OpId::logical_xor}) add(both_exact, op, true, 1, {});
     return cands.pick(c[0]);
   }
 
@@ -264,7 +288,7 @@ class Builder {
     Val cond = cond0.dtype() == kBool ? cond0 : call(OpId::ne, {cond0.v, number(0, true).v}, true, 1);
     cond = broadcastable(cond, a);
     const Val b = broadcastable(b0, a);
-    return call(OpId::where, {cond.v, a.v, b.v}, a.exact && b.exact, std::max(a.bound, b.bound));
+    return call(OpId::where, {cond.v, a.v, b.v}, a.exact && b.exact, std::max(a.bound, b.bound), larger(a.err, b.err));
   }
 
   std::optional<Val> cast(const Val& x, const uint32_t* c) {
@@ -275,9 +299,20 @@ class Builder {
       const bool discontinuous = (x.is_float() && !is_floating(to)) || to == kBool;
       if (discontinuous && !x.exact) continue;
       if (!fits(x.bound, to) && !(std::isinf(x.bound) && is_floating(to) && x.is_float())) continue;
-      return call(OpId::convert_element_type, {x.v, to}, x.exact, to == kBool ? 1 : x.bound);
+      return call(OpId::convert_element_type, {x.v, to}, x.exact, to == kBool ? 1 : x.bound, {x.err.abs, x.err.rel + eps(to)});
     }
     return std::nullopt;
+  }
+
+  // A sum of n values: their errors, and a reordered float accumulation (~sqrt(n) roundings of
+  // the running sum, with margin) plus the result's rounding.
+  static ErrorBound summed(const Val& x, double n, DType t) {
+    if (!std::isfinite(x.bound)) return {};
+    return {n * spread(x) + 4 * acc_eps(t) * n * x.bound * std::sqrt(n) + eps(t) * n * x.bound, 0};
+  }
+  static ErrorBound multiplied(const Val& x, double n, DType t) {
+    if (!std::isfinite(x.bound) || n == 0) return {};
+    return {n * clamp_pow(x.bound, n - 1) * x.err.abs, n * (x.err.rel + 2 * acc_eps(t)) + eps(t)};
   }
 
   std::optional<Val> reduce(const Val& x, const uint32_t* c) {
@@ -296,16 +331,17 @@ class Builder {
     const NodeArg dim_arg = mask == 0 ? NodeArg(std::monostate{}) : NodeArg(dims);
     const DType acc = x.is_float() ? x.dtype() : kInt64;
     const bool exact = x.exact && !x.is_float();
+    const ErrorBound sum_err = summed(x, n, acc), prod_err = multiplied(x, n, acc);
     Choices cands;
     cands.add(fits(x.bound * n, acc), [=, this] {
-      return call(OpId::sum, {x.v, dim_arg, keepdim, std::monostate{}}, exact, x.bound * n);
+      return call(OpId::sum, {x.v, dim_arg, keepdim, std::monostate{}}, exact, x.bound * n, sum_err);
     });
     cands.add(fits(clamp_pow(x.bound, n), acc), [=, this] {
-      return call(OpId::prod, {x.v, dim_arg, keepdim, std::monostate{}}, exact, clamp_pow(x.bound, n));
+      return call(OpId::prod, {x.v, dim_arg, keepdim, std::monostate{}}, exact, clamp_pow(x.bound, n), prod_err);
     });
     const bool select = !empty_dim && x.dtype() != kBool;  // max/min of nothing is an error
     for (OpId op : {OpId::amax, OpId::amin})
-      cands.add(select, [=, this] { return call(op, {x.v, dim_arg, keepdim}, x.exact, x.bound); });
+      cands.add(select, [=, this] { return call(op, {x.v, dim_arg, keepdim}, x.exact, x.bound, x.err); });
     const NodeArg one = dims.empty() ? NodeArg(std::monostate{}) : NodeArg(dims[0]);
     for (OpId op : {OpId::argmax, OpId::argmin})
       cands.add(select && x.exact && dims.size() <= 1, [=, this] { return call(op, {x.v, one, keepdim}, true, n); });
@@ -320,22 +356,25 @@ class Builder {
     const DType acc = x.is_float() ? x.dtype() : kInt64;
     const bool exact = x.exact && !x.is_float();
     Choices cands;
+    const ErrorBound sum_err = summed(x, n, acc), prod_err = multiplied(x, n, acc);
     cands.add(fits(x.bound * n, acc), [=, this] {
-      return call(OpId::cumsum, {x.v, dim, std::monostate{}}, exact, x.bound * n);
+      return call(OpId::cumsum, {x.v, dim, std::monostate{}}, exact, x.bound * n, sum_err);
     });
     cands.add(fits(clamp_pow(x.bound, n), acc), [=, this] {
-      return call(OpId::cumprod, {x.v, dim, std::monostate{}}, exact, clamp_pow(x.bound, n));
+      return call(OpId::cumprod, {x.v, dim, std::monostate{}}, exact, clamp_pow(x.bound, n), prod_err);
     });
     const bool indices = x.exact && c[2] % 2;  // which of tied elements is the max is part of the op's meaning
     for (OpId op : {OpId::cummax, OpId::cummin})
-      cands.add(nonempty(size), [=, this] { return call(op, {x.v, dim}, x.exact, indices ? n : x.bound, indices ? 1 : 0); });
+      cands.add(nonempty(size), [=, this] {
+        return call(op, {x.v, dim}, x.exact, indices ? n : x.bound, indices ? ErrorBound{} : x.err, indices ? 1 : 0);
+      });
     return cands.pick(c[0]);
   }
 
   std::optional<Val> view(const Val& x, const uint32_t* c) {
     const int64_t r = x.rank();
     const SymShape& s = x.sizes();
-    auto same_val = [&](OpId op, std::vector<NodeArg> args) { return call(op, std::move(args), x.exact, x.bound); };
+    auto same_val = [&](OpId op, std::vector<NodeArg> args) { return call(op, std::move(args), x.exact, x.bound, x.err); };
     Choices cands;
     cands.add(r >= 2, [=] {
       std::vector<int64_t> perm(static_cast<size_t>(r));
@@ -424,19 +463,20 @@ class Builder {
       for (int64_t d = 0; d < r; ++d)
         if (c[1] & (1u << d)) dims.push_back(d);
       if (dims.empty()) dims.push_back(r - 1);
-      return call(OpId::flip, {a.v, dims}, a.exact, a.bound);
+      return call(OpId::flip, {a.v, dims}, a.exact, a.bound, a.err);
     });
     cands.add(r >= 1 && concrete(s.back()), [=, this] {
       const double value = a.dtype() == kBool ? 1 : a.is_float() ? 1.5 : 2;
       return call(OpId::constant_pad, {a.v, SymShape{int64_t(c[1] % 3), int64_t(c[2] % 3)}, Scalar(value)}, a.exact,
-                  std::max(a.bound, value));
+                  std::max(a.bound, value), a.err);
     });
     cands.add(r >= 1, [=, this] {
       const int64_t dim = int64_t(c[2] % uint32_t(r));
       bool fits_cat = b.rank() == r;
       for (int64_t d = 0; fits_cat && d < r; ++d) fits_cat = d == dim || same(s[size_t(d)], b.sizes()[size_t(d)]);
       const Val& other = fits_cat ? b : a;
-      return call(OpId::cat, {graph::ValueList{a.v, other.v}, dim}, a.exact && other.exact, std::max(a.bound, other.bound));
+      return call(OpId::cat, {graph::ValueList{a.v, other.v}, dim}, a.exact && other.exact, std::max(a.bound, other.bound),
+                  larger(a.err, other.err));
     });
     return cands.pick(c[0]);
   }
@@ -567,6 +607,7 @@ Built build(const Program& p) {
   for (int i : p.outputs) {
     KILN_CHECK(i >= 0 && size_t(i) < vals.size(), "fuzz program: output ", i, " is not a value");
     outs.push_back(vals[size_t(i)].v);
+    out.allowed.push_back(vals[size_t(i)].err);
   }
   out.graph.set_outputs(outs);
   graph::dce(out.graph);

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/differential.h"
 #include "graph/graph.h"
 
 namespace kiln::fuzz {
@@ -50,12 +51,10 @@ struct Program {
 // The program of one seed.
 Program generate(uint64_t seed);
 
-// Symbol name -> size, one per call of a compiled graph.
-using SymEnv = std::map<std::string, int64_t>;
-
 struct Built {
   graph::Graph graph;
-  std::vector<SymEnv> calls;  // the sizes each call binds (one empty env without symbols)
+  std::vector<SymEnv> calls;          // the sizes each call binds (one empty env without symbols)
+  std::vector<ErrorBound> allowed;    // per output: the error a correct backend may add (check())
 };
 // Builds the program's graph (dead nodes removed). A step whose choice does not apply to its
 // operands (a comparison of computed floats, a reduction over an empty dim...) defines its first

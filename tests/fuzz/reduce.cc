@@ -61,14 +61,16 @@ size_t cost(const Program& p) {
 Outcome run_program(const Backend& backend, const Program& p) {
   std::shared_ptr<graph::Graph> g;
   std::vector<SymEnv> calls;
+  std::vector<ErrorBound> allowed;
   try {
     Built b = build(p);
     g = std::make_shared<graph::Graph>(std::move(b.graph));
     calls = std::move(b.calls);
+    allowed = std::move(b.allowed);
   } catch (const std::exception& e) {
     return {Outcome::ReferenceError, std::string("building: ") + e.what()};
   }
-  return check(backend, g, p.seed, calls);
+  return check(backend, g, p.seed, calls, allowed);
 }
 
 Program reduce(const Program& start, const std::function<bool(const Program&)>& fails, int budget) {
