@@ -44,6 +44,7 @@ struct Val {
   bool exact = true;
   double bound = 0;
   ErrorBound err;  // how far a correct backend may be from eager here (zero when exact)
+  bool number = false;  // a wrapped Python number (its values are exact in every float dtype)
   DType dtype() const { return v->spec.dtype; }
   const SymShape& sizes() const { return v->spec.sizes; }
   int64_t rank() const { return int64_t(v->spec.sizes.size()); }
@@ -57,7 +58,19 @@ bool nonempty(const SymInt& s) { return !concrete(s) || s.value() > 0; }  // sym
 int64_t max_size(const SymInt& s) { return concrete(s) ? s.value() : 64; }
 bool same(const SymInt& a, const SymInt& b) { return sym::statically_known_equal(a, b); }
 
-DType result_type(const Val& a, const Val& b) { return promote_types(a.dtype(), b.dtype()); }
+// Whether v converts to t without rounding. Where it does not, eager rounds v to t before the
+// op, and a backend that keeps narrow floats wider (as inductor computes 16-bit ops in float32)
+// may not: the result is then not exact.
+bool converts_exactly(const Val& v, DType t) {
+  if (!is_floating(t) || v.number) return true;
+  const DType f = v.dtype();
+  if (is_floating(f)) return f == t || t == kFloat64 || (t == kFloat32 && (f == kFloat16 || f == kBFloat16));
+  const double limit = t == kFloat64 ? 9e15 : t == kFloat32 ? 16777216 : t == kFloat16 ? 2048 : 256;
+  return v.bound <= limit;  // integers up to the mantissa's reach
+}
+
+// The dtype a promoting binary op gives (0-d tensors and wrapped numbers promote by kind only).
+DType result_type(const Val& a, const Val& b) { return graph::infer_specs(OpId::maximum, {a.v, b.v}).at(0).dtype; }
 
 double clamp_pow(double b, double n) { return n == 0 ? 1 : std::pow(std::max(b, 1.0), n); }
 
@@ -146,7 +159,13 @@ class Builder {
   }
   Val number(double v, bool integral) {
     Tensor t = integral ? scalar_tensor(Scalar(int64_t(v)), kInt64) : scalar_tensor(Scalar(v), kFloat64);
-    return {g_.add_constant(t, /*wrapped=*/true), true, std::abs(v), {}};
+    return {g_.add_constant(t, /*wrapped=*/true), true, std::abs(v), {}, true};
+  }
+  // r with one more rounding to its dtype: an operand of a wider dtype (a float32 0-d tensor in a
+  // bfloat16 op) is rounded first by eager, maybe not by a fusing backend.
+  static Val rounded(Val r) {
+    if (!r.exact && std::isfinite(r.bound)) r.err.abs += eps(r.dtype()) * r.bound;
+    return r;
   }
   // Whether a value of this bound fits `t` (arithmetic never takes an unbounded operand).
   static bool fits(double bound, DType t) { return std::isfinite(bound) && bound <= safe_bound(t); }
@@ -235,13 +254,9 @@ class Builder {
     const bool integral = !a.is_float() && c[2] % 2 == 0;
     const Val b = use_number ? number(integral ? double(int64_t(c[2] % 5) - 2) : kFloats[c[2] % 5], integral)
                              : broadcastable(b0, a);
-    // A wrapped number promotes like a Python number: only its kind (int or float) counts.
-    const DType t = !use_number ? result_type(a, b)
-                    : a.is_float()  ? a.dtype()
-                    : integral      ? (a.dtype() == kBool ? kInt64 : a.dtype())
-                                    : default_float_dtype();
+    const DType t = result_type(a, b);
     const bool fl = is_floating(t);
-    const bool both_exact = a.exact && b.exact;
+    const bool both_exact = a.exact && b.exact && converts_exactly(a, t) && converts_exactly(b, t);
     const bool exact = both_exact && !fl;  // integer arithmetic of exact values is exact
     const bool bools = a.dtype() == kBool && b.dtype() == kBool;
     const bool finite = std::isfinite(a.bound) && std::isfinite(b.bound);
@@ -250,7 +265,7 @@ class Builder {
       cands.add(applies, [=, this] {
         std::vector<NodeArg> args{a.v, b.v};
         args.insert(args.end(), extra.begin(), extra.end());
-        return call(op, args, ex, bound, err);
+        return rounded(call(op, args, ex, bound, err));
       });
     };
     const double sum = a.bound + b.bound, product = a.bound * b.bound, bigger = std::max(a.bound, b.bound);
@@ -279,7 +294,8 @@ class Builder {
     static const double kNumbers[] = {0.0, 0.5, 1.0, -1.0};
     if (!a.exact) return std::nullopt;
     const Val b = c[1] % 4 == 0 ? number(kNumbers[c[2] % 4], !a.is_float()) : broadcastable(b0, a);
-    if (!b.exact) return std::nullopt;
+    const DType t = result_type(a, b);  // what eager compares in
+    if (!b.exact || !converts_exactly(a, t) || !converts_exactly(b, t)) return std::nullopt;
     return call(kOps[c[0] % 6], {a.v, b.v}, true, 1);
   }
 
@@ -288,7 +304,9 @@ class Builder {
     Val cond = cond0.dtype() == kBool ? cond0 : call(OpId::ne, {cond0.v, number(0, true).v}, true, 1);
     cond = broadcastable(cond, a);
     const Val b = broadcastable(b0, a);
-    return call(OpId::where, {cond.v, a.v, b.v}, a.exact && b.exact, std::max(a.bound, b.bound), larger(a.err, b.err));
+    const DType t = result_type(a, b);
+    const bool exact = a.exact && b.exact && converts_exactly(a, t) && converts_exactly(b, t);
+    return rounded(call(OpId::where, {cond.v, a.v, b.v}, exact, std::max(a.bound, b.bound), larger(a.err, b.err)));
   }
 
   std::optional<Val> cast(const Val& x, const uint32_t* c) {
