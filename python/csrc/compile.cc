@@ -6,6 +6,7 @@
 
 #include "bind.h"
 #include "capture/lazy.h"
+#include "py_guards.h"
 
 namespace kiln::py {
 namespace {
@@ -63,6 +64,9 @@ nb::dict report_dict(const ExplainReport& r) {
   d["compile_ms"] = ms;
   d["graphs"] = graphs;
   d["specializations"] = spec;
+  nb::list consts;
+  for (const auto& c : r.constants) consts.append(c);
+  d["constants"] = consts;
   d["eager_fallback"] = r.eager_fallback;
   d["text"] = r.str();
   return d;
@@ -72,6 +76,7 @@ nb::dict report_dict(const ExplainReport& r) {
 
 void bind_compile(nb::module_& m) {
   capture::set_location_provider(&python_location);
+  bind_guards(m);
   nb::class_<PyEngine>(m, "_CompileEngine")
       .def("__init__", [](PyEngine* self, const std::string& backend, nb::handle dynamic, int recompile_limit,
                           bool error_on_recompile_limit, bool fullgraph, const std::string& name) {
@@ -87,7 +92,8 @@ void bind_compile(nb::module_& m) {
          nb::arg("fullgraph"), nb::arg("name"))
       // flat: the call's leaves; body(list) runs the function on them (fake tensors while tracing)
       // and returns its output tensors as a list.
-      .def("call", [](PyEngine& e, nb::list flat, nb::object body) {
+      // roots: the call's (args, kwargs), which guards on values reached from arguments read.
+      .def("call", [](PyEngine& e, nb::list flat, nb::object body, nb::handle roots) {
         std::vector<capture::ArgValue> args;
         std::vector<nb::handle> modules;
         args.reserve(flat.size());
@@ -109,11 +115,12 @@ void bind_compile(nb::module_& m) {
           }
           return out;
         };
+        CallRootsScope scope(roots.ptr());
         std::vector<Tensor> outs = capture::run(*e.engine, args, run);
         nb::list result;
         for (auto& t : outs) result.append(nb::cast(std::move(t)));
         return result;
-      })
+      }, nb::arg("flat"), nb::arg("body"), nb::arg("roots").none() = nb::none())
       .def("report", [](const PyEngine& e) { return report_dict(capture::report(*e.engine)); });
   m.def("cond", [](const Tensor& pred, nb::object true_fn, nb::object false_fn, nb::tuple operands) {
     auto branch = [&](nb::object fn) {

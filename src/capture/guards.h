@@ -13,6 +13,10 @@
 
 #include "sym/expr.h"
 
+namespace kiln::graph {
+class Graph;
+}
+
 namespace kiln::capture {
 
 // Where a size symbol's value comes from: input `input`, dim `dim`.
@@ -66,5 +70,10 @@ class GuardSet {
   // The guards in words, one per line.
   std::vector<std::string> describe() const;
 };
+
+// Every value a graph bakes in, in words, for explain(): its constant nodes (wrapped numbers,
+// literal tensors) and the numbers passed to its ops, each with the op and the user's line it came
+// from. What a compiled call never re-reads: pass a value that changes as an argument instead.
+std::vector<std::string> graph_constants(const graph::Graph& g);
 
 }  // namespace kiln::capture
