@@ -143,13 +143,14 @@ class CompiledFunction:
 
 class Explanation:
     """kiln.explain's result: graph_count, ops_per_graph, breaks [(reason, file, line)], guards,
-    recompile_reasons, compile_ms, graphs (IR text), specializations; str() prints it readably."""
+    recompile_reasons, compile_ms, graphs (IR text), specializations, constants (every value baked
+    into a graph: its name if known, its value, where it came from); str() prints it readably."""
 
     def __init__(self, reports):
         self.graph_count = sum(r["graph_count"] for r in reports)
         self.break_count = sum(len(r["breaks"]) for r in reports)
         for field in ("ops_per_graph", "breaks", "guards", "recompile_reasons", "compile_ms", "graphs",
-                      "specializations"):
+                      "specializations", "constants"):
             setattr(self, field, [x for r in reports for x in r[field]])
         self.eager_fallback = any(r["eager_fallback"] for r in reports)
         self._text = "\n".join(r["text"] for r in reports)
