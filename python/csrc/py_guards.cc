@@ -83,6 +83,14 @@ struct Snap {
     return s;
   }
 
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(obj.ptr());
+    for (const nb::object& k : keys) Py_VISIT(k.ptr());
+    for (const Snap& s : items)
+      if (int r = s.traverse(visit, arg)) return r;
+    return 0;
+  }
+
   bool holds(PyObject* o) const {
     if (Py_TYPE(o) != type) return false;
     switch (kind) {
@@ -251,6 +259,16 @@ class GuardTree : public capture::ExternalGuards {
 
   size_t size() const { return nodes_.size(); }
 
+  int traverse(visitproc visit, void* arg) const {
+    Py_VISIT(config_.ptr());
+    for (const Node& n : nodes_) {
+      for (const nb::object* o : {&n.a, &n.b, &n.name, &n.module}) Py_VISIT(o->ptr());
+      if (int r = n.snap.traverse(visit, arg)) return r;
+    }
+    return 0;
+  }
+  void clear() { nodes_.clear(); }
+
  private:
   int64_t counter() const { return PyLong_AsLongLong(PyList_GET_ITEM(config_.ptr(), 0)); }
 
@@ -260,10 +278,38 @@ class GuardTree : public capture::ExternalGuards {
   nb::object config_;  // kiln.nn.module._config: [the attribute-assignment counter]
 };
 
+// A tree attached to a graph: the engine holds it as ExternalGuards.
+struct HeldTree : capture::ExternalGuards {
+  nb::object tree;  // keeps the Python object (and so the C++ tree) alive with the graph
+  const GuardTree* t = nullptr;
+  std::optional<std::string> check() const override { return t->check(); }
+  std::vector<std::string> describe() const override { return t->describe(); }
+  std::vector<std::string> constants() const override { return t->constants(); }
+};
+
+// Garbage collection: a tree holds the globals dicts it reads, which hold the compiled function,
+// which holds the engine, which holds the tree. Both types report what they hold, so such a
+// cycle is collected (tp_clear drops the tree's nodes and the engine's graphs).
+int tree_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  return nb::inst_ptr<GuardTree>(self)->traverse(visit, arg);
+}
+int tree_clear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<GuardTree>(self)->clear();
+  return 0;
+}
+PyType_Slot tree_slots[] = {{Py_tp_traverse, (void*)tree_traverse}, {Py_tp_clear, (void*)tree_clear}, {0, nullptr}};
+
 }  // namespace
 
+int visit_guards(const capture::ExternalGuards& g, visitproc visit, void* arg) {
+  if (const auto* h = dynamic_cast<const HeldTree*>(&g)) Py_VISIT(h->tree.ptr());
+  return 0;
+}
+
 void bind_guards(nb::module_& m) {
-  nb::class_<GuardTree>(m, "_GuardTree")
+  nb::class_<GuardTree>(m, "_GuardTree", nb::type_slots(tree_slots))
       .def(nb::init<nb::object>(), nb::arg("config"))
       .def("add", &GuardTree::add, nb::arg("src"), nb::arg("parent"), nb::arg("a").none(), nb::arg("b").none(),
            nb::arg("name").none(), nb::arg("label"))
@@ -274,15 +320,8 @@ void bind_guards(nb::module_& m) {
       .def("__len__", &GuardTree::size)
       // During a trace: the traced graph holds only while this tree's guards do.
       .def("attach", [](nb::handle self) {
-        struct Held : capture::ExternalGuards {
-          nb::object tree;  // keeps the Python object (and so the C++ tree) alive with the graph
-          const GuardTree* t = nullptr;
-          std::optional<std::string> check() const override { return t->check(); }
-          std::vector<std::string> describe() const override { return t->describe(); }
-          std::vector<std::string> constants() const override { return t->constants(); }
-        };
         nb::cast<GuardTree&>(self).seal();
-        auto h = std::make_shared<Held>();
+        auto h = std::make_shared<HeldTree>();
         h->tree = nb::borrow(self);
         h->t = &nb::cast<const GuardTree&>(self);
         capture::add_external_guards(std::move(h));

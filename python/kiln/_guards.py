@@ -26,6 +26,7 @@ import os
 import sys
 import types
 import warnings
+import weakref
 
 from . import _C
 from .nn import module as _module
@@ -60,11 +61,13 @@ class _Break(Exception):
     pass
 
 
-def _instructions(code, cache={}):  # noqa: B006 (a cache by code object)
-    table = cache.get(code)
+_DECODED = weakref.WeakKeyDictionary()  # code -> {offset: (opname, argval, arg)}
+
+
+def _instructions(code):
+    table = _DECODED.get(code)
     if table is None:
-        table = {i.offset: (i.opname, i.argval, i.arg) for i in dis.get_instructions(code)}
-        cache[code] = table
+        table = _DECODED[code] = {i.offset: (i.opname, i.argval, i.arg) for i in dis.get_instructions(code)}
     return table
 
 

@@ -246,6 +246,11 @@ std::shared_ptr<Engine> make_engine(const CompileOptions& options) { return std:
 
 std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body) { return e.call(args, body); }
 
+void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f) {
+  for (const auto& entry : e.entries)
+    for (const auto& x : entry.external) f(*x);
+}
+
 ExplainReport report(const Engine& e) {
   ExplainReport r;
   for (const auto& entry : e.entries) {

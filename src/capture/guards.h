@@ -6,6 +6,7 @@
 #include <kiln/compile/capture.h>
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -70,6 +71,9 @@ class GuardSet {
   // The guards in words, one per line.
   std::vector<std::string> describe() const;
 };
+
+// Calls f on the external guards of every graph of e (the Python binding's GC traversal).
+void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f);
 
 // Every value a graph bakes in, in words, for explain(): its constant nodes (wrapped numbers,
 // literal tensors) and the numbers passed to its ops, each with the op and the user's line it came

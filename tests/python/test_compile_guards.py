@@ -306,3 +306,21 @@ def test_optimizer_learning_rate_change_recompiles():
         np.testing.assert_allclose(comp(data).item(), eager(data).item(), rtol=1e-5)
     for a, b in zip(cm.parameters(), em.parameters()):
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-5)
+
+
+def test_a_compiled_function_reading_its_globals_is_collected():
+    # The guards hold the globals they read, which hold the compiled function: a cycle the
+    # garbage collector must be able to see (and break) through the C++ engine.
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    env = {"kiln": kiln, "marker": Marker()}
+    exec("k = [2.0]\nf = kiln.compile(lambda x: x * k[0] + 0 * len([marker]))", env)
+    same(env["f"](x), x * 2.0)
+    alive = weakref.ref(env["marker"])
+    del env
+    gc.collect()
+    assert alive() is None
