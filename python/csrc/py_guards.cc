@@ -345,6 +345,18 @@ void bind_guards(nb::module_& m) {
     return nb::none();
 #endif
   }, nb::arg("frame"), nb::arg("n"));
+  // Slot i of a frame's locals-plus array (a cell for a cell variable, once MAKE_CELL ran).
+  m.def("_frame_local", [](nb::handle frame, int i) -> nb::object {
+#ifdef KILN_FRAME_STACK
+    if (!PyFrame_Check(frame.ptr())) throw nb::type_error("_frame_local: not a frame");
+    _PyInterpreterFrame* f = reinterpret_cast<PyFrameObject*>(frame.ptr())->f_frame;
+    if (i < 0 || i >= f->f_code->co_nlocalsplus || !f->localsplus[i]) return nb::none();
+    return nb::borrow(f->localsplus[i]);
+#else
+    (void)frame, (void)i;
+    return nb::none();
+#endif
+  }, nb::arg("frame"), nb::arg("i"));
   m.def("_graph_break", [](const std::string& reason) { capture::graph_break(reason); }, nb::arg("reason"));
 }
 

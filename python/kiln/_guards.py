@@ -45,7 +45,7 @@ _MUTATING = (
     (bytearray, {"append", "extend", "insert", "pop", "remove", "clear", "reverse", "__setitem__", "__delitem__"}),
 )
 # Instructions that neither use their operands nor load anything the recorder follows.
-_INERT = {"NOP", "RESUME", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "PRECALL", "KW_NAMES", "LOAD_FAST", "LOAD_FAST_CHECK",
+_INERT = {"NOP", "CACHE", "EXTENDED_ARG", "PUSH_NULL", "PRECALL", "KW_NAMES", "LOAD_FAST", "LOAD_FAST_CHECK",
           "LOAD_CONST", "STORE_FAST", "DELETE_FAST", "POP_TOP", "COPY", "SWAP", "COPY_FREE_VARS", "MAKE_CELL",
           "LOAD_CLOSURE", "JUMP_FORWARD", "JUMP_BACKWARD", "JUMP_BACKWARD_NO_INTERRUPT", "RETURN_GENERATOR",
           "LOAD_ASSERTION_ERROR", "BEFORE_WITH", "PUSH_EXC_INFO", "POP_EXCEPT", "RERAISE", "INTERPRETER_EXIT",
@@ -69,6 +69,16 @@ def _instructions(code):
     if table is None:
         table = _DECODED[code] = {i.offset: (i.opname, i.argval, i.arg) for i in dis.get_instructions(code)}
     return table
+
+
+_CELL_SLOTS = weakref.WeakKeyDictionary()  # code -> the locals-plus slots of its cell variables
+
+
+def _cell_slots(code):
+    slots = _CELL_SLOTS.get(code)
+    if slots is None:
+        slots = _CELL_SLOTS[code] = [arg for op, _, arg in _instructions(code).values() if op == "MAKE_CELL"]
+    return slots
 
 
 def _mutates(obj, name):
@@ -103,6 +113,7 @@ class Recorder:
         self._anchors = {}    # id(object) -> (object, source spec): objects whose source is known
         self._functions = {}  # code -> the function running it (for its closure cells)
         self._used = set()    # specs whose value got its full (by value / item by item) guard
+        self._local_cells = {}  # id -> cell: cell variables of frames the trace entered (its own locals)
         self._optimizer = _optimizer_type()
         top, skip = fn, 0
         if not isinstance(fn, (types.FunctionType, types.MethodType)):  # a module or a callable object
@@ -269,6 +280,12 @@ class Recorder:
             return None
         frame.f_trace_opcodes = True
         frame.f_trace_lines = False
+        # The frame's cells exist now (the call event comes after MAKE_CELL): closures made
+        # during the trace that read them read the trace's own locals, nothing to guard.
+        for slot in _cell_slots(frame.f_code):
+            cell = _C._frame_local(frame, slot)
+            if cell is not None:
+                self._local_cells[id(cell)] = cell
         return self._opcode
 
     def _opcode(self, frame, event, arg):
@@ -308,6 +325,8 @@ class Recorder:
         if name not in frame.f_code.co_freevars:
             return  # the frame's own cell: a local variable
         cell = self._cell(frame, name)
+        if id(cell) in self._local_cells:
+            return
         try:
             value = cell.cell_contents
         except ValueError:
@@ -383,7 +402,7 @@ class Recorder:
     _op_DELETE_GLOBAL = _op_STORE_GLOBAL
 
     def _op_STORE_DEREF(self, frame, op, name, oparg):
-        if name in frame.f_code.co_freevars:
+        if name in frame.f_code.co_freevars and id(self._cell(frame, name)) not in self._local_cells:
             self._break(f"the function assigns the nonlocal {name!r} (it runs on every call, outside the graph)")
 
     _op_DELETE_DEREF = _op_STORE_DEREF

@@ -324,3 +324,23 @@ def test_a_compiled_function_reading_its_globals_is_collected():
     del env
     gc.collect()
     assert alive() is None
+
+
+def test_closures_made_inside_the_function_read_its_own_locals():
+    def f(x):
+        n = x.shape[0]
+        total = [0.0]
+
+        def add(v):
+            nonlocal n  # a cell of f's own frame: no side effect outside
+            n = n + 0
+            total[0] += v  # total is f's own list
+        add(2.0)
+        return sum(t * n for t in (x, x)) + total[0]
+
+    cf = kiln.compile(f)
+    for _ in range(2):
+        same(cf(x), f(x))
+    e = cf.explain()
+    assert e.graph_count == 1 and e.break_count == 0, e
+    assert not any(g.startswith("n ==") for g in e.guards), e.guards
