@@ -359,9 +359,20 @@ class Recorder:
             if code is None or code.co_filename.startswith(_PKG):
                 self._use(spec, obj, frame)  # a method of C or kiln code: it may read anything of obj
             return  # a method of the type (the type guard covers it); its frame is followed
-        self._loaded(("attr", spec, name), value, frame)
+        self._loaded(self._attr_spec(obj, spec, name), value, frame)
 
     _op_LOAD_METHOD = _op_LOAD_ATTR
+
+    def _attr_spec(self, obj, spec, name):
+        """The source of obj.name; a module's parameter, buffer or submodule is read from its dict
+        (m._modules['proj']): what Module.__getattr__ does, without a Python call per guard."""
+        if isinstance(obj, _module.Module) and name not in obj.__dict__:
+            for table in ("_parameters", "_buffers", "_modules"):
+                if name in obj.__dict__.get(table, ()):
+                    item = ("item", ("attr", spec, table), name)
+                    self._labels.setdefault(item, f"{self._label(spec)}.{name}")
+                    return item
+        return ("attr", spec, name)
 
     def _op_BINARY_SUBSCR(self, frame, op, argval, oparg):
         key, obj = _C._frame_stack(frame, 2)

@@ -282,6 +282,9 @@ ExplainReport report(const Engine& e) {
     for (const auto& x : e.entries[i].external)
       for (const std::string& c : x->constants()) r.constants.push_back(graph + c);
   }
+  for (size_t i = 0; i < e.segments.graphs.size(); i++)  // segments bake what the eager code between them produced
+    for (const std::string& c : graph_constants(*e.segments.graphs[i]))
+      r.constants.push_back("graph " + std::to_string(e.entries.size() + i) + ": " + c);
   r.recompile_reasons = e.recompile_reasons;
   r.eager_fallback = e.fallback;
   return r;
