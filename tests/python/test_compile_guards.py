@@ -344,3 +344,23 @@ def test_closures_made_inside_the_function_read_its_own_locals():
     e = cf.explain()
     assert e.graph_count == 1 and e.break_count == 0, e
     assert not any(g.startswith("n ==") for g in e.guards), e.guards
+
+
+def test_methods_and_callable_objects_guard_their_attributes():
+    class A:
+        def __init__(self):
+            self.k = 2.0
+
+        def scale(self, x):
+            return x * self.k
+
+        def __call__(self, x):
+            return x + self.k
+
+    a = A()
+    method, obj = kiln.compile(a.scale), kiln.compile(a)
+    same(method(x), x * 2.0)
+    same(obj(x), x + 2.0)
+    a.k = 3.0
+    same(method(x), x * 3.0)
+    same(obj(x), x + 3.0)
