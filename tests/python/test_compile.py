@@ -235,3 +235,11 @@ def test_training_step_compiles_to_one_graph():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5)
     e = comp_step.explain()
     assert e.graph_count == 1 and e.break_count == 0
+
+
+def test_list_backends_names_the_registered_ones():
+    names = kiln.list_backends()
+    assert isinstance(names, list) and {"eager", "aot_eager"} <= set(names)
+    x = rand(3, 4)
+    for name in names:  # each one compiles and runs
+        same(kiln.compile(lambda t: t * 2 + 1, backend=name)(x), x * 2 + 1)
