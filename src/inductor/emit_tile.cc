@@ -1,0 +1,242 @@
+// Loop IR node -> tile::Builder program.
+//   pointwise: each program instance takes XBLOCK consecutive elements of the flattened index
+//              space, splits the flat index into i0..ik (div/mod by the ranges' products), and
+//              stores body(i) at the output's offset.
+//   reduction: each instance takes XBLOCK outputs ([XBLOCK, 1]) and loops over the reduced
+//              elements in blocks of RBLOCK ([1, RBLOCK]), combining into an [XBLOCK, RBLOCK]
+//              accumulator that is reduced along axis 1 at the end.
+// Index math is i64; masked-off lanes load 0 and are never stored.
+#include "inductor/emit_tile.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "tile/builder.h"
+#include "tile/prims.h"
+
+namespace kiln::inductor {
+namespace {
+
+using tile::Val;
+
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+int64_t hint_of(const SymShape& sizes) {
+  int64_t n = 1;
+  for (const SymInt& s : sizes) n *= std::max<int64_t>(s.hint(), 0);
+  return n;
+}
+
+void collect_sizes(const ExprPtr& e, std::set<std::string>& out) {
+  if (e->kind == sym::Kind::Symbol && !e->extent) out.insert(e->name);
+  for (const ExprPtr& a : e->args) collect_sizes(a, out);
+}
+
+kiln::Scalar identity(tile::ReduceKind k, DType d) {
+  const bool f = is_floating(d);
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (k) {
+    case tile::ReduceKind::Sum: return f ? kiln::Scalar(0.0) : d == kBool ? kiln::Scalar(false) : kiln::Scalar(int64_t(0));
+    case tile::ReduceKind::Prod: return f ? kiln::Scalar(1.0) : d == kBool ? kiln::Scalar(true) : kiln::Scalar(int64_t(1));
+    case tile::ReduceKind::Max:
+      if (f) return kiln::Scalar(-inf);
+      if (d == kBool) return kiln::Scalar(false);
+      return d == kUInt8 ? kiln::Scalar(int64_t(0)) : kiln::Scalar(d == kInt64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (8 * itemsize(d) - 1)));
+    case tile::ReduceKind::Min:
+      if (f) return kiln::Scalar(inf);
+      if (d == kBool) return kiln::Scalar(true);
+      return d == kUInt8 ? kiln::Scalar(int64_t(255)) : kiln::Scalar(d == kInt64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (8 * itemsize(d) - 1)) - 1);
+    default: break;
+  }
+  detail::fail("internal: inductor: no identity for this reduction");
+}
+
+class Emitter {
+ public:
+  Emitter(const Program& p, const Node& n) : p_(p), n_(n), b_(n.name) {}
+
+  GeneratedKernel run() {
+    const Buffer& out = p_.buffers[size_t(n_.outputs[0])];
+    // Parameters: the output, the buffers the body loads, then the size symbols.
+    std::set<int> loaded;
+    std::set<std::string> sizes;
+    walk(n_.body, [&](const Value* v) {
+      if (v->kind == ValueKind::Load) loaded.insert(v->buffer);
+      if (v->index) collect_sizes(v->index, sizes);
+    });
+    for (const SymInt& s : n_.ranges) collect_sizes(s.as_expr(), sizes);
+    for (const SymInt& s : n_.reduction_ranges) collect_sizes(s.as_expr(), sizes);
+    for (const SymInt& s : out.strides) collect_sizes(s.as_expr(), sizes);
+    GeneratedKernel k{tile::Program(), {}, nullptr};
+    ptrs_[n_.outputs[0]] = b_.arg_ptr("out", out.dtype);
+    k.args.push_back({n_.outputs[0], nullptr});
+    for (int buf : loaded) {
+      if (buf == n_.outputs[0]) continue;
+      ptrs_[buf] = b_.arg_ptr(p_.buffers[size_t(buf)].name, p_.buffers[size_t(buf)].dtype);
+      k.args.push_back({buf, nullptr});
+    }
+    for (const std::string& s : sizes) {
+      symbols_[s] = b_.arg_sym(s);
+      k.args.push_back({-1, sym::symbol(s)});
+    }
+    const ExprPtr xnumel = product(n_.ranges);
+    int64_t xblock;
+    if (n_.kind == NodeKind::Pointwise) {
+      xblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.ranges)), 1, 1024);
+      pointwise(b_.constexpr_int("XBLOCK", xblock), out);
+    } else {
+      const int64_t rblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.reduction_ranges)), 1, 1024);
+      xblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.ranges)), 1, std::max<int64_t>(1, 4096 / rblock));
+      reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
+    }
+    k.grid = sym::floordiv(sym::add(xnumel, sym::constant(xblock - 1)), sym::constant(xblock));
+    k.program = b_.finish();
+    return k;
+  }
+
+ private:
+  template <class F>
+  void walk(const Value* v, F&& f) {
+    std::set<const Value*> seen;
+    std::function<void(const Value*)> go = [&](const Value* x) {
+      if (!seen.insert(x).second) return;
+      for (const Value* a : x->args) go(a);
+      f(x);
+    };
+    go(v);
+  }
+
+  // A flat index (i64 block) split into the index variables of `ranges`.
+  void bind_vars(const Val& flat, const std::vector<ExprPtr>& vars, const SymShape& ranges) {
+    for (size_t d = 0; d < vars.size(); ++d) {
+      SymShape rest(ranges.begin() + long(d) + 1, ranges.end());
+      const ExprPtr inner = product(rest);
+      Val v = flat;
+      int64_t c = 0;
+      if (!(sym::is_const(inner, &c) && c == 1)) v = b_.floor_divide(v, expr(inner));
+      if (d > 0) v = v % expr(ranges[d].as_expr());
+      vars_[vars[d]] = v;
+    }
+  }
+
+  void pointwise(int64_t xblock, const Buffer& out) {
+    Val lin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
+    mask_ = lin < expr(product(n_.ranges));
+    bind_vars(lin, n_.vars, n_.ranges);
+    Val v = value(n_.body).to(out.dtype);
+    b_.store(ptrs_.at(n_.outputs[0]) + expr(offset_of(n_.vars, out.strides)), v, mask_);
+  }
+
+  void reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
+    Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
+    Val xmask = xlin < expr(product(n_.ranges));
+    bind_vars(xlin, n_.vars, n_.ranges);
+    const DType acc = n_.body->dtype;
+    const kiln::Scalar init = identity(n_.reduce, acc);
+    const ExprPtr rnumel = product(n_.reduction_ranges);
+    Val rn = expr(rnumel);
+    Val acc0 = b_.full({xblock, rblock}, init, acc);
+    auto outer_vars = vars_;
+    auto outer_exprs = exprs_;
+    std::vector<Val> res = b_.for_loop(0, rn, rblock, {acc0}, [&](Val iv, const std::vector<Val>& carried) {
+      // Values of the loop body live in its region: start from what the kernel scope defined.
+      vars_ = outer_vars;
+      exprs_ = outer_exprs;
+      values_.clear();
+      Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
+      mask_ = xmask & (rlin < rn);
+      bind_vars(rlin, n_.reduction_vars, n_.reduction_ranges);
+      Val v = b_.where(mask_, value(n_.body), Operand(init)).to(acc);
+      ops::OpId combine = n_.reduce == tile::ReduceKind::Sum    ? ops::OpId::add
+                          : n_.reduce == tile::ReduceKind::Prod ? ops::OpId::mul
+                          : n_.reduce == tile::ReduceKind::Max  ? ops::OpId::maximum
+                                                                : ops::OpId::minimum;
+      return std::vector<Val>{b_.call(combine, {carried[0], v}).to(acc)};
+    });
+    Val r = b_.reduce(n_.reduce, res[0], 1).expand_dims(1).to(out.dtype);
+    vars_ = outer_vars;
+    exprs_ = outer_exprs;
+    b_.store(ptrs_.at(n_.outputs[0]) + expr(offset_of(n_.vars, out.strides)), r, xmask);
+  }
+
+  using Operand = tile::Operand;
+
+  // An index expression as i64 tile values.
+  Val expr(const ExprPtr& e) {
+    auto it = exprs_.find(e);
+    if (it != exprs_.end()) return it->second;
+    Val v;
+    int64_t c;
+    switch (e->kind) {
+      case sym::Kind::Const:
+        sym::is_const(e, &c);
+        v = b_.constant(kiln::Scalar(c), kInt64);
+        break;
+      case sym::Kind::Symbol:
+        if (e->extent) {
+          auto vi = vars_.find(e);
+          KILN_CHECK(vi != vars_.end(), "internal: inductor: index variable ", e->name, " is not bound in ", n_.name);
+          v = vi->second;
+        } else {
+          v = symbols_.at(e->name);
+        }
+        break;
+      case sym::Kind::Add:
+        v = expr(e->args[0]);
+        for (size_t i = 1; i < e->args.size(); ++i) v = v + expr(e->args[i]);
+        break;
+      case sym::Kind::Mul:
+        v = expr(e->args[0]);
+        for (size_t i = 1; i < e->args.size(); ++i) v = v * expr(e->args[i]);
+        break;
+      case sym::Kind::FloorDiv: v = b_.floor_divide(expr(e->args[0]), expr(e->args[1])); break;
+      case sym::Kind::Mod: v = expr(e->args[0]) % expr(e->args[1]); break;
+      case sym::Kind::Min: v = b_.minimum(expr(e->args[0]), expr(e->args[1])); break;
+      case sym::Kind::Max: v = b_.maximum(expr(e->args[0]), expr(e->args[1])); break;
+    }
+    return exprs_[e] = v;
+  }
+
+  Val value(const Value* x) {
+    auto it = values_.find(x);
+    if (it != values_.end()) return it->second;
+    Val v;
+    switch (x->kind) {
+      case ValueKind::Load: v = b_.load(ptrs_.at(x->buffer) + expr(x->index), mask_); break;
+      case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
+      case ValueKind::Index: v = expr(x->index).to(x->dtype); break;
+      case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
+      case ValueKind::Call: {
+        std::vector<Operand> args;
+        for (const Value* a : x->args) args.emplace_back(value(a));
+        v = b_.call(x->op, std::move(args), x->rounding).to(x->dtype);
+        break;
+      }
+    }
+    return values_[x] = v;
+  }
+
+  const Program& p_;
+  const Node& n_;
+  tile::Builder b_;
+  std::map<int, Val> ptrs_;
+  std::map<std::string, Val> symbols_;
+  std::map<ExprPtr, Val> vars_, exprs_;
+  std::map<const Value*, Val> values_;
+  Val mask_;
+};
+
+}  // namespace
+
+GeneratedKernel emit_tile(const Program& p, const Node& n) {
+  KILN_CHECK(n.kind != NodeKind::Extern, "internal: inductor: emit_tile of an extern node");
+  return Emitter(p, n).run();
+}
+
+}  // namespace kiln::inductor

@@ -1,0 +1,14 @@
+// Memory planning: when each buffer of a plan can be dropped.
+#pragma once
+#include <map>
+#include <vector>
+
+#include "inductor/loop_ir.h"
+
+namespace kiln::inductor {
+
+// Per node index: the temporary buffers whose last reader it is (or, for a buffer nobody reads,
+// its producer). Graph outputs and inputs are never released.
+std::map<int, std::vector<int>> release_points(const Program& p);
+
+}  // namespace kiln::inductor
