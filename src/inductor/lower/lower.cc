@@ -66,7 +66,7 @@ int Lowering::realize(const graph::Value* v) {
   if (d.buffer >= 0) return d.buffer;
   if (d.view) {  // an eager view of its base's buffer: it aliases the base as in the graph
     const graph::Node* view = d.view;
-    const int base = realize(d.base);
+    const int base = realize(view->inputs().at(0));  // the view's own input (itself maybe a view)
     Buffer b;
     b.dtype = v->spec.dtype;
     b.sizes = v->spec.sizes;
