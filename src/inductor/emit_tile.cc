@@ -59,7 +59,20 @@ kiln::Scalar identity(tile::ReduceKind k, DType d) {
 
 class Emitter {
  public:
-  Emitter(const Program& p, const Node& n) : p_(p), n_(n), b_(n.name) {}
+  Emitter(const Program& p, const Node& n) : p_(p), n_(n), b_(n.name) {
+    // Every op of the kernel says where it came from: the graph ops fused into it and the user's
+    // line of the first (not this file's lines).
+    tile::Origin o;
+    for (const graph::Origin& g : n.origins) {
+      if (!g.known()) continue;
+      std::string op = ops::op_info(g.op).name;
+      if (g.backward) op += " backward";
+      if (o.op.find(op) == std::string::npos) o.op += (o.op.empty() ? "" : "+") + op;
+      if (o.file.empty() && g.file) o.file = g.file, o.line = g.line;
+    }
+    if (o.op.empty()) o.op = n.name;
+    b_.set_origin(o);
+  }
 
   GeneratedKernel run() {
     const Buffer& out = p_.buffers[size_t(n_.outputs[0])];
@@ -115,6 +128,10 @@ class Emitter {
   // A flat index (i64 block) split into the index variables of `ranges`.
   void bind_vars(const Val& flat, const std::vector<ExprPtr>& vars, const SymShape& ranges) {
     for (size_t d = 0; d < vars.size(); ++d) {
+      if (sym::statically_known_equal(ranges[d], SymInt(1))) {  // a size-1 dim: its index is 0
+        vars_[vars[d]] = b_.constant(kiln::Scalar(int64_t(0)), kInt64);
+        continue;
+      }
       SymShape rest(ranges.begin() + long(d) + 1, ranges.end());
       const ExprPtr inner = product(rest);
       Val v = flat;

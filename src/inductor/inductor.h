@@ -31,8 +31,12 @@ Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g);
 // The loop IR pipeline: lowering then scheduling (names, fusion), verified.
 Program lower_and_schedule(std::shared_ptr<const graph::Graph> g);
 
-// The golden runner over graph IR text: "lower" prints the loop IR, "kernels" the tile IR of
-// every kernel, "c" the generated C++ of the kernels (without the prelude).
+// The golden runner over graph IR text: "[inductor:] [graph passes |] stage", where the graph
+// passes (graph::run_pipeline: decompose, functionalize, cse...) run first and the stage is
+// "lower" (prints the loop IR), "kernels" (the tile IR of every kernel, after the tile passes)
+// or "c" (the generated C++ of every kernel, without the prelude).
 std::string run_pipeline(const std::string& pipeline, const std::string& graph_text);
+// The same stage on a graph built in C++.
+std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Graph> g);
 
 }  // namespace kiln::inductor

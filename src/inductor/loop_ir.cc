@@ -218,7 +218,8 @@ std::string print(const Program& p) {
         os << " " << tile::reduce_name(n.reduce) << " over [" << vars_str(n.reduction_vars, n.reduction_ranges) << "]";
     }
     std::string origins;
-    for (const graph::Origin& o : n.origins) origins += (origins.empty() ? "" : ", ") + graph::origin_str(o);
+    for (const graph::Origin& o : n.origins)
+      if (o.known()) origins += (origins.empty() ? "" : ", ") + graph::origin_str(o);
     if (!origins.empty()) os << "  # " << origins;
     os << "\n";
     if (n.kind != NodeKind::Extern) {

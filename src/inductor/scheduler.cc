@@ -9,6 +9,7 @@
 
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
+#include "graph/pass_manager.h"
 #include "inductor/lower/lower.h"
 #include "tile/cpu/emit_c.h"
 #include "tile/passes/passes.h"
@@ -44,7 +45,9 @@ std::string fusion_report(const Program& p) {
   std::ostringstream os;
   for (const Node& n : p.nodes) {
     os << n.name << " (" << node_kind_name(n.kind) << "): ";
-    for (size_t i = 0; i < n.origins.size(); ++i) os << (i ? ", " : "") << graph::origin_str(n.origins[i]);
+    bool first = true;
+    for (const graph::Origin& o : n.origins)
+      if (o.known()) os << (first ? "" : ", ") << graph::origin_str(o), first = false;
     os << "\n";
   }
   return os.str();
@@ -62,21 +65,35 @@ Program lower_and_schedule(std::shared_ptr<const graph::Graph> g) {
   return p;
 }
 
-std::string run_pipeline(const std::string& pipeline, const std::string& graph_text) {
-  auto g = std::make_shared<graph::Graph>(graph::parse(graph_text));
-  Program p = lower_and_schedule(g);
-  if (pipeline == "lower") return print(p);
-  KILN_CHECK(pipeline == "kernels" || pipeline == "c", "inductor pipeline: unknown stage '", pipeline,
-             "'", " (lower, kernels, c)");
+std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Graph> g) {
+  KILN_CHECK(stage == "lower" || stage == "kernels" || stage == "c", "inductor pipeline: unknown stage '", stage,
+             "' (the last stage is lower, kernels or c; graph passes may come before it)");
+  Program p = lower_and_schedule(std::move(g));
+  if (stage == "lower") return print(p);
   std::string out;
   for (const Node& n : p.nodes) {
     if (n.kind == NodeKind::Extern) continue;
     GeneratedKernel k = emit_tile(p, n);
     tile::run_passes(k.program, tile::default_passes());  // what the CPU backend compiles
-    out += pipeline == "kernels" ? tile::print(k.program) : tile::cpu::emit_kernel(k.program);
+    out += stage == "kernels" ? tile::print(k.program) : tile::cpu::emit_kernel(k.program);
     out += "\n";
   }
   return out;
+}
+
+std::string run_pipeline(const std::string& pipeline, const std::string& graph_text) {
+  auto trim = [](std::string s) {
+    s.erase(0, s.find_first_not_of(" \t"));
+    s.erase(s.find_last_not_of(" \t") + 1);
+    return s;
+  };
+  std::string stages = trim(pipeline);
+  if (stages.rfind("inductor:", 0) == 0) stages = stages.substr(9);  // (the kernels folder mixes IRs)
+  const size_t bar = stages.rfind('|');
+  std::string text = graph_text;
+  if (bar != std::string::npos) text = graph::run_pipeline(trim(stages.substr(0, bar)), graph_text);
+  const std::string last = trim(bar == std::string::npos ? stages : stages.substr(bar + 1));
+  return run_stage(last, std::make_shared<graph::Graph>(graph::parse(text)));
 }
 
 }  // namespace kiln::inductor
