@@ -5,7 +5,8 @@
 //   reduction: each instance takes XBLOCK outputs ([XBLOCK, 1]) and loops over the reduced
 //              elements in blocks of RBLOCK ([1, RBLOCK]), combining into an [XBLOCK, RBLOCK]
 //              accumulator that is reduced along axis 1 at the end.
-// Index math is i64; masked-off lanes load 0 and are never stored.
+// Index math is i64; masked-off lanes load 0 and are never stored. Block sizes that divide a
+// static extent need no mask at all (the C compiler vectorizes unmasked loops far better).
 #include "inductor/emit_tile.h"
 
 #include <algorithm>
@@ -36,6 +37,91 @@ int64_t hint_of(const SymShape& sizes) {
 void collect_sizes(const ExprPtr& e, std::set<std::string>& out) {
   if (e->kind == sym::Kind::Symbol && !e->extent) out.insert(e->name);
   for (const ExprPtr& a : e->args) collect_sizes(a, out);
+}
+
+bool contains(const ExprPtr& e, const ExprPtr& v) {
+  if (e == v) return true;
+  for (const ExprPtr& a : e->args)
+    if (contains(a, v)) return true;
+  return false;
+}
+
+// The coefficient of v in e when e is affine in v (its terms are k*v*f, f free of v), else null.
+ExprPtr coefficient(const ExprPtr& e, const ExprPtr& v) {
+  int64_t c = 0;
+  std::vector<sym::detail::Term> terms;
+  sym::detail::sum_parts(e, &c, &terms);
+  ExprPtr out = sym::constant(0);
+  for (const sym::detail::Term& t : terms) {
+    if (!contains(t.base, v)) continue;
+    ExprPtr q = sym::detail::divide_exact(t.base, v);
+    if (!q || contains(q, v)) return nullptr;
+    out = sym::add(out, sym::mul(sym::constant(t.coeff), q));
+  }
+  return out;
+}
+
+// e with the symbols of `with` replaced (rebuilt through sym's constructors, so it simplifies).
+ExprPtr substitute(const ExprPtr& e, const std::map<ExprPtr, ExprPtr>& with) {
+  if (e->kind == sym::Kind::Symbol) {
+    auto it = with.find(e);
+    return it == with.end() ? e : it->second;
+  }
+  if (e->args.empty()) return e;
+  std::vector<ExprPtr> a;
+  for (const ExprPtr& x : e->args) a.push_back(substitute(x, with));
+  ExprPtr r = a[0];
+  switch (e->kind) {
+    case sym::Kind::Add: for (size_t i = 1; i < a.size(); ++i) r = sym::add(r, a[i]); return r;
+    case sym::Kind::Mul: for (size_t i = 1; i < a.size(); ++i) r = sym::mul(r, a[i]); return r;
+    case sym::Kind::FloorDiv: return sym::floordiv(a[0], a[1]);
+    case sym::Kind::Mod: return sym::mod(a[0], a[1]);
+    case sym::Kind::Min: return sym::min(a[0], a[1]);
+    case sym::Kind::Max: return sym::max(a[0], a[1]);
+    default: return e;
+  }
+}
+
+// Dim collapsing: adjacent index variables merge into one when every index expression of the
+// node reads them as one (the outer's coefficient is the inner's times the inner's range: a
+// contiguous run), so the kernel splits its flat index by fewer div/mods (none for a fully
+// contiguous pointwise node). Fills `with` (old variable -> expression in the new ones).
+struct Collapsed {
+  std::vector<ExprPtr> vars;
+  SymShape ranges;
+};
+Collapsed collapse(const std::vector<ExprPtr>& vars, const SymShape& ranges, const std::vector<ExprPtr>& exprs,
+                   const std::string& prefix, std::map<ExprPtr, ExprPtr>& with) {
+  std::vector<std::vector<size_t>> groups;
+  for (size_t d = 0; d < vars.size(); ++d) {
+    if (sym::statically_known_equal(ranges[d], SymInt(1))) {  // a size-1 dim: index 0, no variable
+      with[vars[d]] = sym::constant(0);
+      continue;
+    }
+    bool merge = !groups.empty();
+    if (merge) {
+      const size_t inner = d, outer = groups.back().back();
+      for (const ExprPtr& e : exprs) {
+        ExprPtr co = coefficient(e, vars[outer]), ci = coefficient(e, vars[inner]);
+        if (!co || !ci || !sym::statically_known_equal(co, sym::mul(ci, ranges[inner].as_expr()))) {
+          merge = false;
+          break;
+        }
+      }
+    }
+    if (merge) groups.back().push_back(d);
+    else groups.push_back({d});
+  }
+  Collapsed c;
+  for (const auto& g : groups) {
+    SymInt extent = 1;
+    for (size_t d : g) extent = extent * ranges[d];
+    ExprPtr j = sym::index(prefix + std::to_string(c.vars.size()), extent.as_expr());
+    for (size_t d : g) with[vars[d]] = d == g.back() ? j : sym::constant(0);
+    c.vars.push_back(j);
+    c.ranges.push_back(extent);
+  }
+  return c;
 }
 
 kiln::Scalar identity(tile::ReduceKind k, DType d) {
@@ -98,14 +184,22 @@ class Emitter {
       symbols_[s] = b_.arg_sym(s);
       k.args.push_back({-1, sym::symbol(s)});
     }
+    // Every index expression of the node, for dim collapsing.
+    std::vector<ExprPtr> exprs = {offset_of(n_.vars, out.strides)};
+    walk(n_.body, [&](const Value* v) {
+      if (v->index) exprs.push_back(v->index);
+    });
+    Collapsed x = collapse(n_.vars, n_.ranges, exprs, "x", subst_);
+    Collapsed r = collapse(n_.reduction_vars, n_.reduction_ranges, exprs, "r", subst_);
+    xvars_ = x.vars, xranges_ = x.ranges, rvars_ = r.vars, rranges_ = r.ranges;
     const ExprPtr xnumel = product(n_.ranges);
     int64_t xblock;
     if (n_.kind == NodeKind::Pointwise) {
-      xblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.ranges)), 1, 1024);
+      xblock = block_for(n_.ranges, 1024);
       pointwise(b_.constexpr_int("XBLOCK", xblock), out);
     } else {
-      const int64_t rblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.reduction_ranges)), 1, 1024);
-      xblock = std::clamp<int64_t>(pow2_at_least(hint_of(n_.ranges)), 1, std::max<int64_t>(1, 4096 / rblock));
+      const int64_t rblock = block_for(n_.reduction_ranges, 1024);
+      xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
       reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
     }
     k.grid = sym::floordiv(sym::add(xnumel, sym::constant(xblock - 1)), sym::constant(xblock));
@@ -144,16 +238,18 @@ class Emitter {
 
   void pointwise(int64_t xblock, const Buffer& out) {
     Val lin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
-    mask_ = lin < expr(product(n_.ranges));
-    bind_vars(lin, n_.vars, n_.ranges);
+    if (needs_mask(n_.ranges, xblock)) mask_ = lin < expr(product(n_.ranges));
+    bind_vars(lin, xvars_, xranges_);
     Val v = value(n_.body).to(out.dtype);
-    b_.store(ptrs_.at(n_.outputs[0]) + expr(offset_of(n_.vars, out.strides)), v, mask_);
+    store(index(offset_of(n_.vars, out.strides)), v, mask_);
   }
 
   void reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
     Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
-    Val xmask = xlin < expr(product(n_.ranges));
-    bind_vars(xlin, n_.vars, n_.ranges);
+    Val xmask;
+    if (needs_mask(n_.ranges, xblock)) xmask = xlin < expr(product(n_.ranges));
+    const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
+    bind_vars(xlin, xvars_, xranges_);
     const DType acc = n_.body->dtype;
     const kiln::Scalar init = identity(n_.reduce, acc);
     const ExprPtr rnumel = product(n_.reduction_ranges);
@@ -167,9 +263,11 @@ class Emitter {
       exprs_ = outer_exprs;
       values_.clear();
       Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
-      mask_ = xmask & (rlin < rn);
-      bind_vars(rlin, n_.reduction_vars, n_.reduction_ranges);
-      Val v = b_.where(mask_, value(n_.body), Operand(init)).to(acc);
+      mask_ = rmasked ? (xmask.defined() ? xmask & (rlin < rn) : rlin < rn) : xmask;
+      bind_vars(rlin, rvars_, rranges_);
+      Val v = value(n_.body);
+      if (rmasked) v = b_.where(mask_, v, Operand(init));  // (masked-off outputs are never stored)
+      v = v.to(acc);
       ops::OpId combine = n_.reduce == tile::ReduceKind::Sum    ? ops::OpId::add
                           : n_.reduce == tile::ReduceKind::Prod ? ops::OpId::mul
                           : n_.reduce == tile::ReduceKind::Max  ? ops::OpId::maximum
@@ -179,10 +277,33 @@ class Emitter {
     Val r = b_.reduce(n_.reduce, res[0], 1).expand_dims(1).to(out.dtype);
     vars_ = outer_vars;
     exprs_ = outer_exprs;
-    b_.store(ptrs_.at(n_.outputs[0]) + expr(offset_of(n_.vars, out.strides)), r, xmask);
+    store(index(offset_of(n_.vars, out.strides)), r, xmask);
   }
 
   using Operand = tile::Operand;
+
+  void store(const Val& offset, const Val& v, const Val& mask) {
+    const Val ptr = ptrs_.at(n_.outputs[0]) + offset;
+    if (mask.defined()) b_.store(ptr, v, mask);
+    else b_.store(ptr, v);
+  }
+
+  // A power-of-two block for an extent: the largest (up to `most`) dividing it when it is static,
+  // else the extent's hint rounded up.
+  static int64_t block_for(const SymShape& extent, int64_t most) {
+    int64_t n = 0;
+    if (sym::is_const(product(extent), &n) && n > 0) {
+      for (int64_t b = std::min(most, pow2_at_least(n)); b >= std::min<int64_t>(most, 64); b /= 2)
+        if (n % b == 0) return b;
+    }
+    return std::clamp<int64_t>(pow2_at_least(hint_of(extent)), 1, most);
+  }
+  static bool needs_mask(const SymShape& extent, int64_t block) {
+    return !sym::statically_known_multiple_of(product(extent), sym::constant(block));
+  }
+
+  // An index expression of the node (over its own variables) in the collapsed variables.
+  Val index(const ExprPtr& e) { return expr(substitute(e, subst_)); }
 
   // An index expression as i64 tile values.
   Val expr(const ExprPtr& e) {
@@ -225,9 +346,11 @@ class Emitter {
     if (it != values_.end()) return it->second;
     Val v;
     switch (x->kind) {
-      case ValueKind::Load: v = b_.load(ptrs_.at(x->buffer) + expr(x->index), mask_); break;
+      case ValueKind::Load:
+        v = mask_.defined() ? b_.load(ptrs_.at(x->buffer) + index(x->index), mask_) : b_.load(ptrs_.at(x->buffer) + index(x->index));
+        break;
       case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
-      case ValueKind::Index: v = expr(x->index).to(x->dtype); break;
+      case ValueKind::Index: v = index(x->index).to(x->dtype); break;
       case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
       case ValueKind::Call: {
         std::vector<Operand> args;
@@ -247,6 +370,9 @@ class Emitter {
   std::map<ExprPtr, Val> vars_, exprs_;
   std::map<const Value*, Val> values_;
   Val mask_;
+  std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones
+  std::vector<ExprPtr> xvars_, rvars_;
+  SymShape xranges_, rranges_;
 };
 
 }  // namespace
