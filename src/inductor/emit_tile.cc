@@ -165,18 +165,22 @@ class Emitter {
     // Parameters: the output, the buffers the body loads, then the size symbols.
     std::set<int> loaded;
     std::set<std::string> sizes;
-    walk(n_.body, [&](const Value* v) {
+    walk_bodies([&](const Value* v) {
       if (v->kind == ValueKind::Load) loaded.insert(v->buffer);
       if (v->index) collect_sizes(v->index, sizes);
     });
     for (const SymInt& s : n_.ranges) collect_sizes(s.as_expr(), sizes);
     for (const SymInt& s : n_.reduction_ranges) collect_sizes(s.as_expr(), sizes);
-    for (const SymInt& s : out.strides) collect_sizes(s.as_expr(), sizes);
+    for (int o : n_.outputs)
+      for (const SymInt& s : p_.buffers[size_t(o)].strides) collect_sizes(s.as_expr(), sizes);
     GeneratedKernel k{tile::Program(), {}, nullptr};
-    ptrs_[n_.outputs[0]] = b_.arg_ptr("out", out.dtype);
-    k.args.push_back({n_.outputs[0], nullptr});
+    for (size_t i = 0; i < n_.outputs.size(); ++i) {
+      const int o = n_.outputs[i];
+      ptrs_[o] = b_.arg_ptr(n_.outputs.size() == 1 ? "out" : "out" + std::to_string(i), p_.buffers[size_t(o)].dtype);
+      k.args.push_back({o, nullptr});
+    }
     for (int buf : loaded) {
-      if (buf == n_.outputs[0]) continue;
+      if (ptrs_.count(buf)) continue;
       ptrs_[buf] = b_.arg_ptr(p_.buffers[size_t(buf)].name, p_.buffers[size_t(buf)].dtype);
       k.args.push_back({buf, nullptr});
     }
@@ -185,8 +189,9 @@ class Emitter {
       k.args.push_back({-1, sym::symbol(s)});
     }
     // Every index expression of the node, for dim collapsing.
-    std::vector<ExprPtr> exprs = {offset_of(n_.vars, out.strides)};
-    walk(n_.body, [&](const Value* v) {
+    std::vector<ExprPtr> exprs;
+    for (int o : n_.outputs) exprs.push_back(offset_of(n_.vars, p_.buffers[size_t(o)].strides));
+    walk_bodies([&](const Value* v) {
       if (v->index) exprs.push_back(v->index);
     });
     Collapsed x = collapse(n_.vars, n_.ranges, exprs, "x", subst_);
@@ -196,7 +201,7 @@ class Emitter {
     int64_t xblock;
     if (n_.kind == NodeKind::Pointwise) {
       xblock = block_for(n_.ranges, 1024);
-      pointwise(b_.constexpr_int("XBLOCK", xblock), out);
+      pointwise(b_.constexpr_int("XBLOCK", xblock));
     } else {
       const int64_t rblock = block_for(n_.reduction_ranges, 1024);
       xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
@@ -209,14 +214,14 @@ class Emitter {
 
  private:
   template <class F>
-  void walk(const Value* v, F&& f) {
+  void walk_bodies(F&& f) {
     std::set<const Value*> seen;
     std::function<void(const Value*)> go = [&](const Value* x) {
       if (!seen.insert(x).second) return;
       for (const Value* a : x->args) go(a);
       f(x);
     };
-    go(v);
+    for (const Value* b : n_.bodies) go(b);
   }
 
   // A flat index (i64 block) split into the index variables of `ranges`.
@@ -236,12 +241,15 @@ class Emitter {
     }
   }
 
-  void pointwise(int64_t xblock, const Buffer& out) {
+  void pointwise(int64_t xblock) {
     Val lin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
     if (needs_mask(n_.ranges, xblock)) mask_ = lin < expr(product(n_.ranges));
     bind_vars(lin, xvars_, xranges_);
-    Val v = value(n_.body).to(out.dtype);
-    store(index(offset_of(n_.vars, out.strides)), v, mask_);
+    for (size_t i = 0; i < n_.bodies.size(); ++i) {
+      const int o = n_.outputs[i];
+      const Buffer& out = p_.buffers[size_t(o)];
+      store(o, index(offset_of(n_.vars, out.strides)), value(n_.bodies[i]).to(out.dtype), mask_);
+    }
   }
 
   void reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
@@ -250,7 +258,7 @@ class Emitter {
     if (needs_mask(n_.ranges, xblock)) xmask = xlin < expr(product(n_.ranges));
     const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
     bind_vars(xlin, xvars_, xranges_);
-    const DType acc = n_.body->dtype;
+    const DType acc = n_.bodies[0]->dtype;
     const kiln::Scalar init = identity(n_.reduce, acc);
     const ExprPtr rnumel = product(n_.reduction_ranges);
     Val rn = expr(rnumel);
@@ -265,7 +273,7 @@ class Emitter {
       Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
       mask_ = rmasked ? (xmask.defined() ? xmask & (rlin < rn) : rlin < rn) : xmask;
       bind_vars(rlin, rvars_, rranges_);
-      Val v = value(n_.body);
+      Val v = value(n_.bodies[0]);
       if (rmasked) v = b_.where(mask_, v, Operand(init));  // (masked-off outputs are never stored)
       v = v.to(acc);
       ops::OpId combine = n_.reduce == tile::ReduceKind::Sum    ? ops::OpId::add
@@ -277,13 +285,13 @@ class Emitter {
     Val r = b_.reduce(n_.reduce, res[0], 1).expand_dims(1).to(out.dtype);
     vars_ = outer_vars;
     exprs_ = outer_exprs;
-    store(index(offset_of(n_.vars, out.strides)), r, xmask);
+    store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), r, xmask);
   }
 
   using Operand = tile::Operand;
 
-  void store(const Val& offset, const Val& v, const Val& mask) {
-    const Val ptr = ptrs_.at(n_.outputs[0]) + offset;
+  void store(int buffer, const Val& offset, const Val& v, const Val& mask) {
+    const Val ptr = ptrs_.at(buffer) + offset;
     if (mask.defined()) b_.store(ptr, v, mask);
     else b_.store(ptr, v);
   }

@@ -224,8 +224,10 @@ std::string print(const Program& p) {
     os << "\n";
     if (n.kind != NodeKind::Extern) {
       BodyPrinter bp(p, os);
-      std::string r = bp(n.body);
-      os << "    store " << r << "\n";
+      for (size_t i = 0; i < n.bodies.size(); ++i) {
+        std::string r = bp(n.bodies[i]);
+        os << "    store " << (n.bodies.size() > 1 ? p.buffers[size_t(n.outputs[i])].name + " " : "") << r << "\n";
+      }
     }
   }
   os << "outputs:";
@@ -261,10 +263,12 @@ void verify(const Program& p) {
     if (n.kind == NodeKind::Extern) {
       if (!n.call) bad("an extern without a graph node");
     } else {
-      if (n.outputs.size() != 1) bad("a kernel node writes one buffer");
+      if (n.outputs.empty() || n.outputs.size() != n.bodies.size()) bad("a kernel node stores one body per output");
+      if (n.kind == NodeKind::Reduction && n.outputs.size() != 1) bad("a reduction writes one buffer");
       if (n.vars.size() != n.ranges.size() || n.reduction_vars.size() != n.reduction_ranges.size())
         bad("one index variable per range");
-      if (!n.body) bad("no body");
+      for (const Value* b : n.bodies)
+        if (!b) bad("no body");
       std::set<ExprPtr> allowed(n.vars.begin(), n.vars.end());
       allowed.insert(n.reduction_vars.begin(), n.reduction_vars.end());
       std::set<const Value*> seen;
@@ -284,9 +288,10 @@ void verify(const Program& p) {
         }
         if (v->kind == ValueKind::Call && v->args.empty()) bad("a call without operands");
       };
-      check(n.body);
-      const Buffer& out = p.buffers[size_t(n.outputs[0])];
-      if (out.sizes.size() != n.ranges.size()) bad("its ranges do not match its output's rank");
+      for (size_t i = 0; i < n.bodies.size(); ++i) {
+        check(n.bodies[i]);
+        if (p.buffers[size_t(n.outputs[i])].sizes.size() != n.ranges.size()) bad("its ranges do not match its output's rank");
+      }
     }
     for (int o : n.outputs) {
       if (o < 0 || size_t(o) >= nb) bad("writes a buffer out of range");

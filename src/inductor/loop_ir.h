@@ -1,7 +1,8 @@
 // The loop IR: what inductor lowers a prims graph into (docs/compiler.md). A program is a list of
 // buffers (sizes and strides over symbolic sizes) and of nodes that each define one buffer:
 //
-//   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges`
+//   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges` (one body per
+//              output: siblings over the same ranges fuse into one node)
 //   Reduction  out[i0, ..., ik] = reduce over r0..rm of body(i, r)  (`reduction_ranges`, `reduce`)
 //   Extern     an op of the graph run through the eager dispatcher (matmul, convolution, sort,
 //              anything not lowered); its tensor arguments are buffers
@@ -69,13 +70,15 @@ const char* node_kind_name(NodeKind k);
 struct Node {
   NodeKind kind = NodeKind::Pointwise;
   std::string name;                  // the kernel's name: ops it computes (set by naming.cc)
-  std::vector<int> outputs;          // buffers it writes (Pointwise / Reduction: one)
+  std::vector<int> outputs;          // buffers it writes (Reduction: one)
   SymShape ranges;                   // Pointwise / Reduction: the output's iteration space
   std::vector<ExprPtr> vars;         // one index variable per range (i0, i1, ...)
   SymShape reduction_ranges;         // Reduction
   std::vector<ExprPtr> reduction_vars;  // r0, r1, ...
   tile::ReduceKind reduce = tile::ReduceKind::Sum;
-  const Value* body = nullptr;       // Pointwise / Reduction
+  // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
+  // its siblings horizontally stores several).
+  std::vector<const Value*> bodies;
   // Extern: the graph node it runs, and per tensor argument (Node::inputs() order) its buffer.
   const graph::Node* call = nullptr;
   std::vector<int> inputs;

@@ -135,13 +135,16 @@ class Plan {
     for (const Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
       if (s.kernel >= 0) {
-        const Buffer& out = p_.buffers[size_t(n.outputs[0])];
-        SymShape sizes;
-        for (const SymInt& d : out.sizes) sizes.push_back(eval(d, env));
-        Tensor t = empty(sizes, out.dtype);
-        bufs[size_t(n.outputs[0])] = t;
+        int64_t numel = 0;
+        for (int o : n.outputs) {
+          const Buffer& out = p_.buffers[size_t(o)];
+          SymShape sizes;
+          for (const SymInt& d : out.sizes) sizes.push_back(eval(d, env));
+          bufs[size_t(o)] = empty(sizes, out.dtype);
+          numel = bufs[size_t(o)].numel();
+        }
         const int64_t grid = sym::evaluate(s.grid, env);
-        if (grid > 0 && t.numel() > 0) {
+        if (grid > 0 && numel > 0) {
           args.clear();
           for (const KernelArg& a : s.args) {
             if (a.buffer >= 0) args.emplace_back(bufs[size_t(a.buffer)]);

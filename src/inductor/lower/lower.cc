@@ -88,7 +88,7 @@ int Lowering::realize(const graph::Value* v) {
   n.kind = NodeKind::Pointwise;
   n.ranges = d.sizes;
   n.vars = index_vars("i", d.sizes);
-  n.body = d.fn(n.vars);
+  n.bodies = {d.fn(n.vars)};
   n.origins = d.origins;
   const int buf = add_kernel_node(std::move(n), d.dtype, d.sizes);
   Def& again = defs_.at(v);  // (defs_ may have grown while the body was built)

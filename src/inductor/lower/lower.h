@@ -71,8 +71,10 @@ bool lower_reduction(Lowering& L, const graph::Node& n);
 bool lower_view(Lowering& L, const graph::Node& n);
 void lower_extern(Lowering& L, const graph::Node& n);
 
-// fusion.cc: whether a reader should load v from a buffer instead of recomputing its function.
+// fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;
+// and horizontal fusion of sibling pointwise nodes (a pass over the lowered program).
 bool should_realize(const Def& d, int readers);
+void fuse_horizontal(Program& p);
 
 // lower.cc: a prims graph (decomposed, functional) as a loop IR program.
 Program lower(std::shared_ptr<const graph::Graph> g);

@@ -63,7 +63,7 @@ bool lower_reduction(Lowering& L, const graph::Node& n) {
   if (a.buffer < 0) node.origins = a.origins;
   graph::Origin mine = graph::origin_of(n);
   if (node.origins.empty() || !(node.origins.back() == mine)) node.origins.push_back(mine);
-  node.body = L.prog().cast(load(idx), acc);
+  node.bodies = {L.prog().cast(load(idx), acc)};
   Def d;
   d.dtype = od;
   d.sizes = out->spec.sizes;

@@ -68,6 +68,16 @@ TEST(InductorBackend, ViewsAndExternsMatchEager) {
   expect_near(f(x, w), fn(x, w), 1e-5, 1e-5);
 }
 
+TEST(InductorBackend, HorizontallyFusedSiblingsMatchEager) {
+  auto fn = [](const Tensor& x, const Tensor& y) {
+    return std::vector<Tensor>{x.exp() + y, x.sum({1}), (x * y).sin(), x.cos().to(kFloat64)};
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({33, 65}), y = randn({65});
+  std::vector<Tensor> got = f(x, y), want = fn(x, y);
+  for (size_t i = 0; i < got.size(); ++i) expect_near(got[i], want[i], 1e-5, 1e-5);
+}
+
 TEST(InductorBackend, DynamicSizeRunsTheSameKernels) {
   auto fn = [](const Tensor& x) { return (x.exp() * 3.0).sum({1}); };
   auto f = compile(fn, inductor(true));
