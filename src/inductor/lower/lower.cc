@@ -42,7 +42,7 @@ Loader Lowering::buffer_loader(int buffer) {
 
 Loader Lowering::loader(const graph::Value* v) {
   const Def& d = def(v);
-  const int readers = readers_left_[v] + 0;
+  const int readers = readers_left_[v];  // (this reader included)
   if (d.buffer < 0 && should_realize(d, readers)) realize(v);
   const Def& now = def(v);
   return now.buffer >= 0 ? buffer_loader(now.buffer) : now.fn;
