@@ -24,7 +24,7 @@ std::map<std::string, Backend>& backends() {
        }},
       // The partition's memory budget is read from aot::set_activation_memory_budget per plan.
       {"aot_eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-         return aot::compile_aot(std::move(g), aot::AotOptions{.partition = {}, .use_global_budget = true});
+         return aot::compile_aot(std::move(g), aot::AotOptions{.partition = {}, .compile_graph = {}, .use_global_budget = true});
        }},
       // AOT autograd with every graph it runs compiled by inductor (docs/compiler.md).
       {"inductor", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
