@@ -57,7 +57,7 @@ Tensor to_dtype_or_device(const Tensor& t, nb::args args, nb::kwargs kwargs) {
     if (auto d = as_dtype(h)) dtype = d;
     else if (auto d = as_device(h)) device = d;
     else if (const Tensor* o = as_tensor(h)) dtype = o->dtype(), device = o->device();
-    else throw nb::type_error("to(): expected a dtype, a device or a Tensor");
+    else throw nb::type_error(("Tensor.to(): expected a dtype, a device or a Tensor, not " + py_given(h)).c_str());
   };
   for (nb::handle a : args) take(a);
   for (auto [k, v] : kwargs) {
@@ -132,11 +132,11 @@ void bind_tensor(nb::module_& m) {
       })
       .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.sizes());
-        return nb::int_(t.size(nb::cast<int64_t>(dim)));
+        return nb::int_(t.size(int_arg(dim, "Tensor.size", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("stride", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.strides());
-        return nb::int_(t.stride(nb::cast<int64_t>(dim)));
+        return nb::int_(t.stride(int_arg(dim, "Tensor.stride", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("dim", &Tensor::dim)
       .def("ndimension", &Tensor::dim)
@@ -174,8 +174,10 @@ void bind_tensor(nb::module_& m) {
       .def("__hash__", [](nb::handle self) { return (Py_ssize_t)(uintptr_t)self.ptr(); })
       // autograd
       .def("backward", [](const Tensor& t, nb::object gradient, nb::object retain_graph, bool create_graph) {
-        Tensor g = gradient.is_none() ? Tensor() : nb::cast<Tensor>(gradient);
-        bool retain = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
+        if (!gradient.is_none() && !as_tensor(gradient))
+          arg_type_error("Tensor.backward", "gradient", "a kiln.Tensor or None", gradient);
+        Tensor g = gradient.is_none() ? Tensor() : *as_tensor(gradient);
+        bool retain = retain_graph.is_none() ? create_graph : bool_arg(retain_graph, "Tensor.backward", "retain_graph");
         t.backward(g, retain, create_graph);
       }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false)
       .def("detach", &Tensor::detach)
@@ -189,7 +191,10 @@ void bind_tensor(nb::module_& m) {
         t.register_hook([fn](const Tensor& g) -> Tensor {
           nb::gil_scoped_acquire gil;
           nb::object r = fn(g);
-          return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
+          if (r.is_none()) return Tensor();
+          if (const Tensor* t = as_tensor(r)) return *t;
+          throw nb::type_error(("Tensor.register_hook(): a hook must return a kiln.Tensor or None, but it returned " +
+                                py_given(r)).c_str());
         });
       })
       // conversions
