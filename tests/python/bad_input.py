@@ -144,6 +144,17 @@ def _error_text(e):
     return f"{type(e).__name__}: {' | '.join(lines[:4])}"[:400]
 
 
+def _harness_none(e):
+    """An op_db wrapper calling a method of an argument a mutation made None (x.clone() in a
+    lambda): the suite's own doing, not kiln's."""
+    tb = e.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    in_tests = tb is not None and os.path.abspath(tb.tb_frame.f_code.co_filename).startswith(os.path.dirname(
+        os.path.abspath(__file__)))
+    return in_tests and isinstance(e, AttributeError) and "'NoneType' object has no attribute" in str(e)
+
+
 def run(case):
     """Runs a case: {'outcome': ..., 'call': ..., 'kiln': ..., 'torch': ...}. Outcomes: 'equal'
     (both succeed with equal results), 'both_raise', 'kiln_raises', 'torch_raises', 'differ',
@@ -177,7 +188,7 @@ def run(case):
             terr = e
     if kerr is not None:
         result["kiln"] = _error_text(kerr)
-        if not isinstance(kerr, GOOD_ERRORS) or any(b in str(kerr) for b in BAD_TEXTS):
+        if (not isinstance(kerr, GOOD_ERRORS) and not _harness_none(kerr)) or any(b in str(kerr) for b in BAD_TEXTS):
             return dict(result, outcome="bad_error")
     if terr is not None:
         result["torch"] = _error_text(terr)
@@ -197,8 +208,17 @@ def compare(info, kr, tr, dtype):
     np, torch, kiln, _, oracle = _load()
     if info.check is not None and isinstance(kr, tuple) and len(kr) == 3 and isinstance(tr, torch.Tensor):
         kr = kr[0]  # a seeded random op of op_db: (draw, same seed again, next draw)
-    kouts = oracle.tensors_of(info.output(kr) if info.output and not info.check else kr)
-    touts = oracle.tensors_of(info.output(tr) if info.output and not info.check else tr)
+    def outputs(r):  # op_db's output= picks what to compare; it may not apply to a mutated call
+        if info.output is None or info.check is not None:
+            return oracle.tensors_of(r)
+        try:
+            return oracle.tensors_of(info.output(r))
+        except Exception:  # noqa: BLE001
+            return None
+    kouts, touts = outputs(kr), outputs(tr)
+    if kouts is None and touts is None:
+        kouts, touts = oracle.tensors_of(kr), oracle.tensors_of(tr)
+    assert kouts is not None and touts is not None, "the results have different structures"
     assert len(kouts) == len(touts), f"{len(kouts)} outputs (kiln) != {len(touts)} (torch)"
     for k, t in zip(kouts, touts):
         if info.check is not None:  # random values, or none (empty): shape and dtype
