@@ -19,6 +19,7 @@ import sys
 import threading
 from collections import defaultdict
 
+import pytest
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
@@ -258,3 +259,18 @@ def test_a_crash_fails_the_call_that_crashed_and_the_worker_restarts():
     assert r["outcome"] == "equal", r
     w.close()
     assert math.isinf(_json_safe({"x": math.inf})["x"])
+
+
+# Crashes this suite found, each now a clear error; run in a child process, as they crashed.
+@pytest.mark.parametrize("code,message", [
+    ("kiln.roll(kiln.tensor(1.0), [1], [0])", "dimension 0 out of range for a 0-d tensor"),
+    ("kiln.unflatten(kiln.tensor(1.0), -1, (6, 1))", "dimension 0 out of range for a 0-d tensor"),
+    ("kiln.tensor(1.0).size(0)", "dimension 0 out of range for a 0-d tensor"),
+])
+def test_crashes_found_by_the_suite_are_errors(code, message):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    script = f"import kiln\ntry:\n    {code}\nexcept kiln.Error as e:\n    print(e)\n"
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, f"{code}: exit status {r.returncode}\n{r.stderr[-2000:]}"
+    assert message in r.stdout, r.stdout
