@@ -240,12 +240,20 @@ void bind_dtypes(nb::module_& m) {
   m.attr("int") = g_dtypes[int(kInt32)];
   m.attr("short") = g_dtypes[int(kInt16)];
   nb::class_<PyDevice>(m, "device", "Where a tensor lives: kiln.device('cpu'), kiln.device('cuda:0')")
-      // device('cuda:0'), device('cuda', 0); one binding, so a wrong argument gets one clear message.
-      .def("__init__", [](PyDevice* self, nb::handle type, nb::handle index) {
+      // device('cuda:0'), device('cuda', 0). (args, kwargs) and its own checks: nanobind constructs
+      // without the argument-error translation (kiln/_argerrors.py).
+      .def("__init__", [](PyDevice* self, nb::args args, nb::kwargs kwargs) {
+        nb::handle type = args.size() > 0 ? args[0] : nb::handle(PyDict_GetItemString(kwargs.ptr(), "type"));
+        nb::handle index = args.size() > 1 ? args[1] : nb::handle(PyDict_GetItemString(kwargs.ptr(), "index"));
+        size_t known = args.size() + (PyDict_GetItemString(kwargs.ptr(), "type") != nullptr) +
+                       (PyDict_GetItemString(kwargs.ptr(), "index") != nullptr);
+        if (!type.is_valid() || args.size() > 2 || known != args.size() + kwargs.size())
+          throw nb::type_error("device() takes type (a str like 'cpu' or 'cuda:0') and optionally index (an int)");
         std::string spec = str_arg(type, "device", "type");
-        if (!index.is_none()) spec.append(1, ':').append(std::to_string(int_arg(index, "device", "index")));
+        if (index.is_valid() && !index.is_none())
+          spec.append(1, ':').append(std::to_string(int_arg(index, "device", "index")));
         new (self) PyDevice{Device(spec)};
-      }, nb::arg("type"), nb::arg("index").none() = nb::none())
+      })
       .def_prop_ro("type", [](const PyDevice& d) { return name(d.device.type); })
       .def_prop_ro("index", [](const PyDevice& d) { return d.device.index; })
       .def("__eq__", [](const PyDevice& a, nb::handle b) {

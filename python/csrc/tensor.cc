@@ -89,14 +89,20 @@ void bind_tensor(nb::module_& m) {
                                 "kiln.zeros, kiln.randn, ... or kiln.from_dlpack.");
   // Tensor(t) shares t's data (what nn.Parameter(t) builds on); Tensor(data) copies data, as
   // torch.Tensor, into float32 unless it is already a tensor or array with its own dtype.
-  cls.def("__init__", [](Tensor* self, nb::handle data) {
+  // (args, kwargs) and its own check: nanobind constructs without the argument-error translation.
+  cls.def("__init__", [](Tensor* self, nb::args args, nb::kwargs kwargs) {
+    const bool keyword = kwargs.size() == 1 && PyDict_GetItemString(kwargs.ptr(), "data");
+    if (args.size() + kwargs.size() != 1 || (kwargs.size() == 1 && !keyword))
+      throw nb::type_error(("Tensor() takes one argument, data (a Tensor, an array or nested lists of numbers), but " +
+                            std::to_string(args.size() + kwargs.size()) + " were given").c_str());
+    nb::handle data = keyword ? nb::handle(PyDict_GetItemString(kwargs.ptr(), "data")) : args[0];
     if (const Tensor* t = as_tensor(data)) {
       new (self) Tensor(*t);
       return;
     }
     bool array = PyObject_HasAttrString(data.ptr(), "__dlpack__") || PyObject_CheckBuffer(data.ptr());
     new (self) Tensor(tensor_from_data(data, array ? std::nullopt : std::optional(kFloat32)));
-  }, nb::arg("data"));
+  });
   cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes()); })
       .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_prop_ro("device", [](const Tensor& t) { return PyDevice{t.device()}; })
