@@ -220,13 +220,13 @@ def compare(info, kr, tr, dtype):
         kouts, touts = oracle.tensors_of(kr), oracle.tensors_of(tr)
     assert kouts is not None and touts is not None, "the results have different structures"
     assert len(kouts) == len(touts), f"{len(kouts)} outputs (kiln) != {len(touts)} (torch)"
-    for k, t in zip(kouts, touts):
+    for i, (k, t) in enumerate(zip(kouts, touts)):
         if info.check is not None:  # random values, or none (empty): shape and dtype
             assert tuple(k.shape) == tuple(t.shape), f"shape {tuple(k.shape)} != {tuple(t.shape)}"
             assert str(k.dtype).split(".")[-1] == str(t.dtype).split(".")[-1], f"dtype {k.dtype} != {t.dtype}"
         else:
             # Tolerances by the result's dtype (a mutation may have changed it from the case's).
-            oracle.assert_close(k, t, str(t.dtype).split(".")[-1], info.tol, "output")
+            oracle.assert_close(k, t, str(t.dtype).split(".")[-1], info.tol, f"output {i}")
 
 
 def serve():

@@ -193,6 +193,7 @@ def _set_data(x):
     (lambda x: kiln.arange(0, math.inf), ValueError, r"arange\(\): argument 'end' must be a finite number, got inf"),
     (lambda x: kiln.arange(math.nan), ValueError, r"arange\(\): argument 'end' must be a finite number, got nan"),
     (lambda x: kiln.optim.SGD([knn.Parameter(x)], lr="a"), TypeError, r"SGD: option 'lr' must be a number, not str"),
+    (lambda x: kiln.where(x > 0, x), TypeError, r"where\(\): argument 'other' is missing"),
 ])
 def test_errors_say_what_is_wrong(call, exc, msg):
     with pytest.raises(exc, match=msg) as e:
