@@ -18,9 +18,13 @@ bool is_index(nb::handle h) { return !is_bool(h) && (PyLong_Check(h.ptr()) || Py
 
 // h as an int64 (h is an int or has __index__); ValueError naming fn and arg past int64's range.
 int64_t to_i64(nb::handle h, const std::string& fn, const std::string& arg) {
+  int overflow = 0;
+  if (PyLong_CheckExact(h.ptr())) {  // the common case, without a new reference
+    long long v = PyLong_AsLongLongAndOverflow(h.ptr(), &overflow);
+    if (!overflow) return v;
+  }
   nb::object i = nb::steal(PyNumber_Index(h.ptr()));
   if (!i.is_valid()) throw nb::python_error();
-  int overflow = 0;
   long long v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
   if (overflow) {
     std::string where = fn.empty() ? "an int" : fn + "(): argument '" + arg + "'";
