@@ -27,16 +27,6 @@ TensorList tensor_seq(nb::handle h, const char* what, bool allow_none = false) {
   return out;
 }
 
-// A name or value from a file's header as a Python str; the header must be UTF-8 (safetensors' rule).
-nb::object utf8(const std::string& s, const std::string& path) {
-  PyObject* str = PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "strict");
-  if (!str) PyErr_Clear();
-  KILN_CHECK_HINT(str != nullptr, "the safetensors format requires a UTF-8 JSON header",
-                  "load(): the header of ", path, " is not valid UTF-8 (in the name or value \"",
-                  s.substr(0, 40), "\")");
-  return nb::steal(str);
-}
-
 // Autocast regions nest; Python enters and exits them through this stack.
 thread_local std::vector<std::unique_ptr<AutocastGuard>> autocast_stack;
 
@@ -133,10 +123,10 @@ void bind_runtime(nb::module_& m) {
     MetadataMap meta;
     TensorMap map = load_safetensors(path, &meta);
     nb::dict d;
-    for (auto& [k, v] : map) d[utf8(k, path)] = nb::cast(v);
+    for (auto& [k, v] : map) d[k.c_str()] = nb::cast(v);
     if (!with_metadata) return d;
     nb::dict md;
-    for (auto& [k, v] : meta) md[utf8(k, path)] = utf8(v, path);
+    for (auto& [k, v] : meta) md[k.c_str()] = v;
     return nb::make_tuple(d, md);
   }, nb::arg("path"), nb::arg("with_metadata") = false,
      "Reads every tensor of a safetensors file into a dict (memory-mapped, copy-on-write).");
