@@ -53,7 +53,7 @@ void bind_autograd(nb::module_& m) {
     auto d = as_dtype(dtype);
     if (!d) throw nb::type_error("autocast: dtype must be a kiln.dtype");
     autocast_stack.push_back(std::make_unique<AutocastGuard>(*d, enabled));
-  });
+  }, nb::arg("dtype"), nb::arg("enabled"));
   m.def("_autocast_pop", [] {
     if (!autocast_stack.empty()) autocast_stack.pop_back();
   });

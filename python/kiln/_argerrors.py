@@ -201,12 +201,17 @@ def _wraps_something(fn):
     return not all(re.search(r"\(\s*(self, )?\*args, \*\*kwargs\)", s) for s, _, _ in sigs)
 
 
+# Private functions that public Python functions call with the user's arguments: errors name the
+# public one.
+_PUBLIC_NAMES = {"_backward": "autograd.backward", "_grad": "autograd.grad", "_autocast_push": "autocast"}
+
+
 def install(module=_C):
     """Wraps every public function, method and property setter of module (and its submodules
-    and classes), once."""
+    and classes), and the private functions of _PUBLIC_NAMES, once."""
     for name, obj in list(vars(module).items()):
-        if _is_nb(obj) and not name.startswith("_") and _wraps_something(obj):
-            setattr(module, name, _wrap(obj, name, False))
+        if _is_nb(obj) and (not name.startswith("_") or name in _PUBLIC_NAMES) and _wraps_something(obj):
+            setattr(module, name, _wrap(obj, _PUBLIC_NAMES.get(name, name), False))
         elif type(obj).__name__ == "module" and obj.__name__.startswith(module.__name__ + "."):
             install(obj)
         elif isinstance(obj, type) and obj.__module__.startswith("kiln"):

@@ -158,7 +158,8 @@ def _harness_none(e):
 def run(case):
     """Runs a case: {'outcome': ..., 'call': ..., 'kiln': ..., 'torch': ...}. Outcomes: 'equal'
     (both succeed with equal results), 'both_raise', 'kiln_raises', 'torch_raises', 'differ',
-    'bad_error' (kiln raised an exception type or text no bad input should give)."""
+    'bad_error' (kiln raised an exception type or text no bad input should give), 'unbuildable'
+    (the mutated sample's tensors cannot be made, e.g. explicit values out of a dtype's range)."""
     if case["op"] == "__crash__":  # the suite's check of its own crash handling
         os.kill(os.getpid(), signal.SIGSEGV)
     np, torch, kiln, op_db, oracle = _load()

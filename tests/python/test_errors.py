@@ -194,6 +194,12 @@ def _set_data(x):
     (lambda x: kiln.arange(math.nan), ValueError, r"arange\(\): argument 'end' must be a finite number, got nan"),
     (lambda x: kiln.optim.SGD([knn.Parameter(x)], lr="a"), TypeError, r"SGD: option 'lr' must be a number, not str"),
     (lambda x: kiln.where(x > 0, x), TypeError, r"where\(\): argument 'other' is missing"),
+    (lambda x: kiln.autograd.backward([x], retain_graph="yes"), TypeError,
+     r"autograd.backward\(\): argument 'retain_graph' must be a bool, not str \('yes'\)"),
+    (lambda x: kiln.autograd.grad([x], [x], allow_unused=1), TypeError,
+     r"autograd.grad\(\): argument 'allow_unused' must be a bool, not int \(1\)"),
+    (lambda x: kiln.autocast(enabled="no").__enter__(), TypeError,
+     r"autocast\(\): argument 'enabled' must be a bool, not str \('no'\)"),
 ])
 def test_errors_say_what_is_wrong(call, exc, msg):
     with pytest.raises(exc, match=msg) as e:
