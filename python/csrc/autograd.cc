@@ -53,7 +53,7 @@ void bind_autograd(nb::module_& m) {
     auto d = as_dtype(dtype);
     if (!d) throw nb::type_error("autocast: dtype must be a kiln.dtype");
     autocast_stack.push_back(std::make_unique<AutocastGuard>(*d, enabled));
-  });
+  }, nb::arg("dtype"), nb::arg("enabled"));
   m.def("_autocast_pop", [] {
     if (!autocast_stack.empty()) autocast_stack.pop_back();
   });
@@ -61,8 +61,23 @@ void bind_autograd(nb::module_& m) {
     auto d = autocast_dtype();
     return d ? dtype_object(*d) : nb::none();
   });
-  m.def("manual_seed", [](uint64_t seed) { manual_seed(seed); }, nb::arg("seed"),
-        "Seeds kiln's Philox generator (rand, randn, randint, randperm, dropout).");
+  // As torch.manual_seed: any int in [-2**63, 2**64); a negative seed is taken modulo 2**64.
+  m.def("manual_seed", [](nb::handle seed) {
+    if (PyBool_Check(seed.ptr()) || !PyIndex_Check(seed.ptr())) arg_type_error("manual_seed", "seed", "an int", seed);
+    nb::object i = nb::steal(PyNumber_Index(seed.ptr()));
+    if (!i.is_valid()) throw nb::python_error();
+    unsigned long long v = PyLong_AsUnsignedLongLong(i.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      int overflow = 0;
+      long long s = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
+      if (overflow)
+        throw nb::value_error(("manual_seed(): argument 'seed' must be an int in [-2**63, 2**64 - 1], got " +
+                               nb::cast<std::string>(nb::str(i))).c_str());
+      v = static_cast<unsigned long long>(s);
+    }
+    manual_seed(uint64_t(v));
+  }, nb::arg("seed"), "Seeds kiln's Philox generator (rand, randn, randint, randperm, dropout).");
   m.def("get_rng_state", [] {
     GeneratorState s = generator_state();
     return nb::make_tuple(s.seed, s.offset);
@@ -92,8 +107,15 @@ void bind_runtime(nb::module_& m) {
       map[nb::cast<std::string>(k)] = *t;
     }
     MetadataMap meta;
-    if (!metadata.is_none())
-      for (auto [k, v] : nb::cast<nb::dict>(metadata)) meta[nb::cast<std::string>(k)] = nb::cast<std::string>(v);
+    if (!metadata.is_none()) {
+      if (!PyDict_Check(metadata.ptr())) arg_type_error("save", "metadata", "a dict of str -> str, or None", metadata);
+      for (auto [k, v] : nb::borrow<nb::dict>(metadata)) {
+        if (!PyUnicode_Check(k.ptr()) || !PyUnicode_Check(v.ptr()))
+          throw nb::type_error(("save(): argument 'metadata' must be a dict of str -> str, but it maps " + py_given(k) +
+                                " to " + py_given(v)).c_str());
+        meta[nb::cast<std::string>(k)] = nb::cast<std::string>(v);
+      }
+    }
     save_safetensors(map, path, meta);
   }, nb::arg("tensors"), nb::arg("path"), nb::arg("metadata").none() = nb::none(),
      "Writes a dict of tensors to a safetensors file (atomically).");

@@ -27,6 +27,17 @@ std::optional<Device> as_device(nb::handle h);
 
 // The name of h's Python type, for error messages.
 std::string py_type_name(nb::handle h);
+// What a caller passed, for error messages: its type, and its value when short ("float (4.5)").
+std::string py_given(nb::handle h);
+
+// Arguments of hand-written bindings, checked: a TypeError (wrong type) or ValueError (out of
+// range) that names the function, the argument, what was given and what is accepted, in the
+// format of every argument error: "fn(): argument 'arg' must be <accepted>, not <given>".
+[[noreturn]] void arg_type_error(const char* fn, const char* arg, const char* accepted, nb::handle given);
+int64_t int_arg(nb::handle h, const char* fn, const char* arg);  // an int or __index__, in int64's range
+bool bool_arg(nb::handle h, const char* fn, const char* arg);
+Tensor tensor_arg(nb::handle h, const char* fn, const char* arg);
+std::string str_arg(nb::handle h, const char* fn, const char* arg);
 
 // Python numbers: bool, int (incl. numpy integers via __index__), float (incl. numpy floats).
 bool is_py_number(nb::handle h);
@@ -44,7 +55,8 @@ ops::Arg to_arg(const ops::SchemaArg& sa, nb::handle h, const std::string& fn);
 nb::object call_op(const std::vector<ops::OpId>& overloads, nb::handle self, nb::args args, nb::kwargs kwargs);
 nb::object wrap_outputs(ops::OpId op, std::vector<Tensor>&& out);
 
-// kiln.Error carries the Python caller's file and line.
+// kiln.Error carries the Python caller's file and line; kiln._C._checked wraps a nanobind
+// function so that its argument errors say what is wrong (see errors.cc).
 void register_errors(nb::module_& m);
 // The innermost Python frame outside the kiln package (file, line).
 std::pair<std::string, int> python_caller();

@@ -104,7 +104,7 @@ void bind_compile(nb::module_& m) {
                           bool error_on_recompile_limit, bool fullgraph, const std::string& name) {
         CompileOptions o;
         o.backend = backend;
-        if (!dynamic.is_none()) o.dynamic = nb::cast<bool>(dynamic);
+        if (!dynamic.is_none()) o.dynamic = bool_arg(dynamic, "compile", "dynamic");
         o.recompile_limit = recompile_limit;
         o.error_on_recompile_limit = error_on_recompile_limit;
         o.fullgraph = fullgraph;
@@ -169,7 +169,12 @@ void bind_compile(nb::module_& m) {
   m.def("enabled_logs", &enabled_logs);
   m.def("list_backends", &list_backends);
   m.def("mark_dynamic", [](const Tensor& t, int64_t dim, nb::handle min, nb::handle max) {
-    mark_dynamic(t, dim, min.is_none() ? 2 : nb::cast<int64_t>(min), max.is_none() ? INT64_MAX : nb::cast<int64_t>(max));
+    int64_t lo = min.is_none() ? 2 : int_arg(min, "mark_dynamic", "min");
+    int64_t hi = max.is_none() ? INT64_MAX : int_arg(max, "mark_dynamic", "max");
+    if (lo < 0 || hi < lo)
+      throw nb::value_error(("mark_dynamic(): a size range needs 0 <= min <= max, got min=" + std::to_string(lo) +
+                             ", max=" + std::to_string(hi)).c_str());
+    mark_dynamic(t, dim, lo, hi);
   }, nb::arg("t"), nb::arg("dim"), nb::arg("min").none() = nb::none(), nb::arg("max").none() = nb::none());
 }
 

@@ -1,10 +1,22 @@
 // kiln::Error -> kiln.Error (a RuntimeError) whose location is the Python caller's line, not
-// kiln's C++ or kiln's own Python wrappers.
+// kiln's C++ or kiln's own Python wrappers; and argument errors that say what is wrong.
+//
+// nanobind answers a call whose arguments do not fit the C++ signature with "incompatible function
+// arguments" and a dump of every overload, and a failed nb::cast with "std::bad_cast". Instead of
+// a hand check in every binding, kiln/_argerrors.py wraps each public function of kiln._C once, at
+// import, in a `_checked` object: it forwards the call unchanged (vectorcall, nothing allocated)
+// and, only when nanobind refused the arguments, asks _argerrors.explain for the promised message
+// (the function, the argument, what was given, what is accepted).
 #include <string>
+#include <typeinfo>
 
 #include "bind.h"  // Python.h first
 
 #include <frameobject.h>
+#include <structmember.h>
+
+#include <cstring>
+#include <vector>
 
 namespace kiln::py {
 namespace {
@@ -48,20 +60,134 @@ std::pair<std::string, int> python_caller() {
 
 namespace {
 
+// Text for Python; bytes that are not UTF-8 (a file's broken header quoted in a message) are escaped.
+nb::object py_text(const std::string& s) {
+  return nb::steal(PyUnicode_DecodeUTF8(s.data(), Py_ssize_t(s.size()), "backslashreplace"));
+}
+
 void set_kiln_error(const Error& e) {
   Error::Info info = e.info();
   auto [file, line] = python_caller();
   if (!file.empty()) info.file = file, info.line = unsigned(line);
   Error located(info);
-  nb::object exc = nb::steal(PyObject_CallOneArg(g_error_type, nb::str(located.what()).ptr()));
+  nb::object exc = nb::steal(PyObject_CallOneArg(g_error_type, py_text(located.what()).ptr()));
   if (!exc.is_valid()) return;  // the error from the call is already set
-  exc.attr("op") = nb::str(info.op.c_str());
-  exc.attr("message") = nb::str(info.message.c_str());
-  exc.attr("inputs") = nb::str(info.inputs.c_str());
-  exc.attr("hint") = nb::str(info.hint.c_str());
-  exc.attr("file") = nb::str(info.file.c_str());
+  exc.attr("op") = py_text(info.op);
+  exc.attr("message") = py_text(info.message);
+  exc.attr("inputs") = py_text(info.inputs);
+  exc.attr("hint") = py_text(info.hint);
+  exc.attr("file") = py_text(info.file);
   exc.attr("line") = info.line;
   PyErr_SetObject(g_error_type, exc.ptr());
+}
+
+// What a failed nb::cast (a value of the wrong type or range where a binding converts it itself)
+// raises; a _checked wrapper replaces it by a message naming the function (_argerrors.py matches it).
+constexpr const char* kBadCast = "kiln: an argument has the wrong type or is out of range";
+
+// A nanobind function whose argument errors are explained (see the top of this file).
+struct Checked {
+  PyObject_HEAD
+  PyObject* fn;         // the nanobind function (or method, or property setter)
+  vectorcallfunc call;  // fn's own vectorcall
+  PyObject* qualname;   // "load", "Tensor.size", "Tensor.requires_grad"
+  PyObject* explain;    // explain(fn, qualname, args, kwargs) -> (exception type, message) or None
+  vectorcallfunc vectorcall;
+};
+
+// The call failed with a TypeError: replace it by explain's message if it is nanobind's.
+PyObject* explain_failure(Checked* c, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  PyObject *type, *value, *trace;
+  PyErr_Fetch(&type, &value, &trace);
+  PyErr_NormalizeException(&type, &value, &trace);
+  nb::object text = nb::steal(value ? PyObject_Str(value) : nullptr);
+  const char* msg = text.is_valid() ? PyUnicode_AsUTF8(text.ptr()) : nullptr;
+  if (!msg || (!strstr(msg, "incompatible function arguments") && strcmp(msg, kBadCast) != 0)) {
+    PyErr_Clear();
+    PyErr_Restore(type, value, trace);
+    return nullptr;
+  }
+  Py_ssize_t n = PyVectorcall_NARGS(nargsf);
+  nb::object pos = nb::steal(PyTuple_New(n));
+  for (Py_ssize_t i = 0; i < n; i++) PyTuple_SET_ITEM(pos.ptr(), i, Py_NewRef(args[i]));
+  nb::object kw = nb::steal(PyDict_New());
+  Py_ssize_t nk = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+  for (Py_ssize_t i = 0; i < nk; i++) PyDict_SetItem(kw.ptr(), PyTuple_GET_ITEM(kwnames, i), args[n + i]);
+  nb::object r = nb::steal(PyObject_CallFunctionObjArgs(c->explain, c->fn, c->qualname, pos.ptr(), kw.ptr(), nullptr));
+  if (!r.is_valid() || !PyTuple_Check(r.ptr()) || PyTuple_GET_SIZE(r.ptr()) != 2) {
+    PyErr_Clear();  // no better message: the original error stands
+    PyErr_Restore(type, value, trace);
+    return nullptr;
+  }
+  Py_XDECREF(type), Py_XDECREF(value), Py_XDECREF(trace);
+  PyErr_SetObject(PyTuple_GET_ITEM(r.ptr(), 0), PyTuple_GET_ITEM(r.ptr(), 1));
+  return nullptr;
+}
+
+PyObject* checked_vectorcall(PyObject* self, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
+  Checked* c = reinterpret_cast<Checked*>(self);
+  PyObject* r = c->call(c->fn, args, nargsf, kwnames);
+  if (r || !PyErr_ExceptionMatches(PyExc_TypeError)) return r;
+  return explain_failure(c, args, nargsf, kwnames);
+}
+
+PyObject* checked_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  return PyVectorcall_Call(self, args, kwargs);
+}
+
+// Everything else (__name__, __doc__, __nb_signature__, ...) is the wrapped function's.
+PyObject* checked_getattro(PyObject* self, PyObject* name) {
+  if (PyUnicode_Check(name) && PyUnicode_CompareWithASCIIString(name, "__wrapped__") == 0)
+    return Py_NewRef(reinterpret_cast<Checked*>(self)->fn);
+  return PyObject_GetAttr(reinterpret_cast<Checked*>(self)->fn, name);
+}
+
+PyObject* checked_repr(PyObject* self) { return PyObject_Repr(reinterpret_cast<Checked*>(self)->fn); }
+
+void checked_dealloc(PyObject* self) {
+  Checked* c = reinterpret_cast<Checked*>(self);
+  Py_XDECREF(c->fn), Py_XDECREF(c->qualname), Py_XDECREF(c->explain);
+  PyTypeObject* type = Py_TYPE(self);
+  type->tp_free(self);
+  Py_DECREF(type);
+}
+
+// Methods bind to their instance as Python functions do (and, flagged as method descriptors,
+// x.size() calls the wrapper with x first without making a bound method).
+PyObject* checked_descr_get(PyObject* self, PyObject* obj, PyObject*) {
+  if (!obj || obj == Py_None) return Py_NewRef(self);
+  return PyMethod_New(self, obj);
+}
+
+PyTypeObject* make_checked_type(bool method) {
+  std::vector<PyType_Slot> slots = {{Py_tp_call, (void*)checked_call},
+                                    {Py_tp_getattro, (void*)checked_getattro},
+                                    {Py_tp_repr, (void*)checked_repr},
+                                    {Py_tp_dealloc, (void*)checked_dealloc}};
+  if (method) slots.push_back({Py_tp_descr_get, (void*)checked_descr_get});
+  static PyMemberDef members[] = {
+      {"__vectorcalloffset__", T_PYSSIZET, offsetof(Checked, vectorcall), READONLY, nullptr}, {nullptr, 0, 0, 0, nullptr}};
+  slots.push_back({Py_tp_members, members});
+  slots.push_back({0, nullptr});
+  unsigned long flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_VECTORCALL | (method ? Py_TPFLAGS_METHOD_DESCRIPTOR : 0);
+  PyType_Spec spec{method ? "kiln._checked_method" : "kiln._checked_function", int(sizeof(Checked)), 0,
+                   (unsigned)flags, slots.data()};
+  return reinterpret_cast<PyTypeObject*>(PyType_FromSpec(&spec));
+}
+
+nb::object make_checked(nb::handle fn, nb::handle qualname, nb::handle explain, bool method) {
+  static PyTypeObject* types[2] = {make_checked_type(false), make_checked_type(true)};
+  vectorcallfunc call = PyVectorcall_Function(fn.ptr());
+  if (!call) throw nb::type_error("_checked(): fn must support vectorcall (a nanobind function)");
+  PyTypeObject* type = types[method];
+  Checked* c = PyObject_New(Checked, type);
+  if (!c) throw nb::python_error();
+  c->fn = Py_NewRef(fn.ptr());
+  c->call = call;
+  c->qualname = Py_NewRef(qualname.ptr());
+  c->explain = Py_NewRef(explain.ptr());
+  c->vectorcall = checked_vectorcall;
+  return nb::steal(reinterpret_cast<PyObject*>(c));
 }
 
 }  // namespace
@@ -78,8 +204,12 @@ void register_errors(nb::module_& m) {
       std::rethrow_exception(p);
     } catch (const Error& e) {
       set_kiln_error(e);
+    } catch (const std::bad_cast&) {
+      PyErr_SetString(PyExc_TypeError, kBadCast);
     }
   });
+  m.def("_checked", &make_checked, nb::arg("fn"), nb::arg("qualname"), nb::arg("explain"), nb::arg("method"),
+        "fn, whose argument errors explain(fn, qualname, args, kwargs) turns into a clear message.");
 }
 
 }  // namespace kiln::py

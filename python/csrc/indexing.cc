@@ -63,12 +63,13 @@ Indexed apply_index(const Tensor& self, nb::handle index) {
     if (PyLong_Check(h.ptr()) || (PyIndex_Check(h.ptr()) && !is_advanced(h))) {
       nb::object i = nb::steal(PyNumber_Index(h.ptr()));
       if (!i.is_valid()) throw nb::python_error();
-      int64_t v = nb::cast<int64_t>(i);
+      int overflow = 0;
+      int64_t v = PyLong_AsLongLongAndOverflow(i.ptr(), &overflow);
       int64_t n = r.view.size(d);
       // IndexError, as PyTorch: Python's sequence protocol (iteration via __getitem__) relies on it.
-      if (v < -n || v >= n)
-        throw nb::index_error(("index " + std::to_string(v) + " is out of bounds for dimension " + std::to_string(d) +
-                               " with size " + std::to_string(n))
+      if (overflow || v < -n || v >= n)
+        throw nb::index_error(("index " + nb::cast<std::string>(nb::str(i)) + " is out of bounds for dimension " +
+                               std::to_string(d) + " with size " + std::to_string(n))
                                   .c_str());
       r.view = kiln::select(r.view, d, v);
       continue;

@@ -65,7 +65,10 @@ Tensor wrap_array(const Array& a) {
 
 template <class... Framework>
 nb::ndarray<Framework...> to_array(const Tensor& t) {
-  KILN_CHECK(!t.is_fake(), "a fake tensor (metadata only) has no data to export");
+  // Reading the data of a fake tensor computes it under kiln.lazy() and breaks the graph while
+  // compiling, as item() and tolist() do; the values now leave kiln (capture's hook).
+  t.data_ptr();
+  note_values_read(t.impl());
   KILN_CHECK(t.device().is_cpu(), "only CPU tensors can be exported in this build");
   std::vector<size_t> shape;
   std::vector<int64_t> strides;
@@ -91,7 +94,7 @@ Tensor from_dlpack(nb::handle obj) {
 // The shape and kind of nested Python sequences of numbers.
 struct DataShape {
   Shape sizes;
-  bool any_float = false, any_int = false;
+  bool any_float = false, any_int = false, any_bool = false;
 };
 
 void scan(nb::handle h, size_t depth, DataShape& s) {
@@ -100,6 +103,7 @@ void scan(nb::handle h, size_t depth, DataShape& s) {
       KILN_CHECK(t->dim() == 0, "tensor(): nested tensors must be 0-d (got ", t->dim(), "-d); use kiln.stack");
       if (is_floating(t->dtype())) s.any_float = true;
       else if (t->dtype() != kBool) s.any_int = true;
+      else s.any_bool = true;
       KILN_CHECK(depth == s.sizes.size(), "tensor(): ragged nested sequence");
       return;
     }
@@ -111,7 +115,10 @@ void scan(nb::handle h, size_t depth, DataShape& s) {
     return;
   }
   KILN_CHECK(depth == s.sizes.size(), "tensor(): ragged nested sequence");
-  if (PyBool_Check(h.ptr())) return;
+  if (PyBool_Check(h.ptr())) {
+    s.any_bool = true;
+    return;
+  }
   if (PyLong_Check(h.ptr()) || PyIndex_Check(h.ptr())) {
     s.any_int = true;
   } else if (PyFloat_Check(h.ptr()) || PyObject_HasAttrString(h.ptr(), "__float__")) {
@@ -176,7 +183,8 @@ Tensor tensor_from_data(nb::handle data, std::optional<DType> dtype) {
   }
   DataShape s;
   scan(data, 0, s);
-  DType t = dtype ? *dtype : s.any_float ? kFloat32 : s.any_int ? kInt64 : kBool;
+  // As torch.tensor: no element at all (tensor([]), tensor([[]])) is float32.
+  DType t = dtype ? *dtype : s.any_float ? kFloat32 : s.any_int ? kInt64 : s.any_bool ? kBool : kFloat32;
   if (is_floating(t)) {
     std::vector<double> v;
     flatten(data, v);
@@ -218,6 +226,9 @@ void bind_interop(nb::module_& m, nb::handle tensor_cls) {
     return to_array<nb::numpy>(t);
   }, nb::is_method(), nb::name("numpy"), nb::scope(cls)));
   nb::setattr(cls, "__array__", nb::cpp_function([](const Tensor& t, nb::handle dtype, nb::handle) {
+    // NumPy has no bfloat16: without this, np.asarray would silently make an array of objects.
+    if (t.dtype() == kBFloat16)
+      throw nb::type_error("np.asarray(): NumPy has no bfloat16; convert first: np.asarray(t.float())");
     nb::object a = nb::cast(to_array<nb::numpy>(t.detach()));
     return dtype.is_none() ? a : a.attr("astype")(dtype);
   }, nb::is_method(), nb::name("__array__"), nb::scope(cls), nb::arg("dtype").none() = nb::none(), nb::arg("copy").none() = nb::none()));

@@ -21,6 +21,20 @@ std::vector<Tensor> params_of(nb::handle seq) {
   return out;
 }
 
+// An option's value: a number (or a one-element tensor, as torch allows for lr).
+double option_number(nb::handle x, const char* name) {
+  if (PyBool_Check(x.ptr()) || !(is_py_number(x) || PyIndex_Check(x.ptr()) || as_tensor(x) ||
+                                 PyObject_HasAttrString(x.ptr(), "__float__")))
+    throw nb::type_error(("optimizer option '" + std::string(name) + "' must be a number, not " + py_given(x)).c_str());
+  return to_scalar(x).to_double();
+}
+
+bool option_bool(nb::handle x, const char* name) {
+  if (!PyBool_Check(x.ptr()))
+    throw nb::type_error(("optimizer option '" + std::string(name) + "' must be a bool, not " + py_given(x)).c_str());
+  return x.ptr() == Py_True;
+}
+
 // Copies the entries of a Python dict into an options struct (fields it does not name stay).
 template <class Options>
 void set_options(Options& o, nb::handle d) {
@@ -29,16 +43,18 @@ void set_options(Options& o, nb::handle d) {
     nb::object x = d[n];
     using V = std::decay_t<decltype(v)>;
     if constexpr (std::is_same_v<V, double>) {
-      v = nb::cast<double>(x);
+      v = option_number(x, n);
     } else if constexpr (std::is_same_v<V, bool>) {
-      v = nb::cast<bool>(x);
+      v = option_bool(x, n);
     } else {
-      v = {nb::cast<double>(x[0]), nb::cast<double>(x[1])};
+      if (!PySequence_Check(x.ptr()) || PySequence_Size(x.ptr()) != 2)
+        throw nb::type_error(("optimizer option '" + std::string(n) + "' must be a pair of numbers, not " + py_given(x)).c_str());
+      v = {option_number(x[0], n), option_number(x[1], n)};
     }
   });
   // Not a visited option (it stays out of the C++ state_dict), but a param_groups key in Python.
   if constexpr (requires { o.capturable; })
-    if (PyMapping_HasKeyString(d.ptr(), "capturable")) o.capturable = nb::cast<bool>(d["capturable"]);
+    if (PyMapping_HasKeyString(d.ptr(), "capturable")) o.capturable = option_bool(d["capturable"], "capturable");
 }
 
 struct PyOptimizer {

@@ -57,7 +57,7 @@ Tensor to_dtype_or_device(const Tensor& t, nb::args args, nb::kwargs kwargs) {
     if (auto d = as_dtype(h)) dtype = d;
     else if (auto d = as_device(h)) device = d;
     else if (const Tensor* o = as_tensor(h)) dtype = o->dtype(), device = o->device();
-    else throw nb::type_error("to(): expected a dtype, a device or a Tensor");
+    else throw nb::type_error(("Tensor.to(): expected a dtype, a device or a Tensor, not " + py_given(h)).c_str());
   };
   for (nb::handle a : args) take(a);
   for (auto [k, v] : kwargs) {
@@ -89,14 +89,20 @@ void bind_tensor(nb::module_& m) {
                                 "kiln.zeros, kiln.randn, ... or kiln.from_dlpack.");
   // Tensor(t) shares t's data (what nn.Parameter(t) builds on); Tensor(data) copies data, as
   // torch.Tensor, into float32 unless it is already a tensor or array with its own dtype.
-  cls.def("__init__", [](Tensor* self, nb::handle data) {
+  // (args, kwargs) and its own check: nanobind constructs without the argument-error translation.
+  cls.def("__init__", [](Tensor* self, nb::args args, nb::kwargs kwargs) {
+    const bool keyword = kwargs.size() == 1 && PyDict_GetItemString(kwargs.ptr(), "data");
+    if (args.size() + kwargs.size() != 1 || (kwargs.size() == 1 && !keyword))
+      throw nb::type_error(("Tensor() takes one argument, data (a Tensor, an array or nested lists of numbers), but " +
+                            std::to_string(args.size() + kwargs.size()) + " were given").c_str());
+    nb::handle data = keyword ? nb::handle(PyDict_GetItemString(kwargs.ptr(), "data")) : args[0];
     if (const Tensor* t = as_tensor(data)) {
       new (self) Tensor(*t);
       return;
     }
     bool array = PyObject_HasAttrString(data.ptr(), "__dlpack__") || PyObject_CheckBuffer(data.ptr());
     new (self) Tensor(tensor_from_data(data, array ? std::nullopt : std::optional(kFloat32)));
-  }, nb::arg("data"));
+  });
   cls.def_prop_ro("shape", [](const Tensor& t) { return int_tuple(t.sizes()); })
       .def_prop_ro("dtype", [](const Tensor& t) { return dtype_object(t.dtype()); })
       .def_prop_ro("device", [](const Tensor& t) { return PyDevice{t.device()}; })
@@ -132,11 +138,11 @@ void bind_tensor(nb::module_& m) {
       })
       .def("size", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.sizes());
-        return nb::int_(t.size(nb::cast<int64_t>(dim)));
+        return nb::int_(t.size(int_arg(dim, "Tensor.size", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("stride", [](const Tensor& t, nb::object dim) -> nb::object {
         if (dim.is_none()) return int_tuple(t.strides());
-        return nb::int_(t.stride(nb::cast<int64_t>(dim)));
+        return nb::int_(t.stride(int_arg(dim, "Tensor.stride", "dim")));
       }, nb::arg("dim") = nb::none())
       .def("dim", &Tensor::dim)
       .def("ndimension", &Tensor::dim)
@@ -174,8 +180,10 @@ void bind_tensor(nb::module_& m) {
       .def("__hash__", [](nb::handle self) { return (Py_ssize_t)(uintptr_t)self.ptr(); })
       // autograd
       .def("backward", [](const Tensor& t, nb::object gradient, nb::object retain_graph, bool create_graph) {
-        Tensor g = gradient.is_none() ? Tensor() : nb::cast<Tensor>(gradient);
-        bool retain = retain_graph.is_none() ? create_graph : nb::cast<bool>(retain_graph);
+        if (!gradient.is_none() && !as_tensor(gradient))
+          arg_type_error("Tensor.backward", "gradient", "a kiln.Tensor or None", gradient);
+        Tensor g = gradient.is_none() ? Tensor() : *as_tensor(gradient);
+        bool retain = retain_graph.is_none() ? create_graph : bool_arg(retain_graph, "Tensor.backward", "retain_graph");
         t.backward(g, retain, create_graph);
       }, nb::arg("gradient") = nb::none(), nb::arg("retain_graph") = nb::none(), nb::arg("create_graph") = false)
       .def("detach", &Tensor::detach)
@@ -189,7 +197,10 @@ void bind_tensor(nb::module_& m) {
         t.register_hook([fn](const Tensor& g) -> Tensor {
           nb::gil_scoped_acquire gil;
           nb::object r = fn(g);
-          return r.is_none() ? Tensor() : nb::cast<Tensor>(r);
+          if (r.is_none()) return Tensor();
+          if (const Tensor* t = as_tensor(r)) return *t;
+          throw nb::type_error(("Tensor.register_hook(): a hook must return a kiln.Tensor or None, but it returned " +
+                                py_given(r)).c_str());
         });
       })
       // conversions

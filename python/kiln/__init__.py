@@ -16,6 +16,8 @@ import os as _os
 # set wins. See docs/performance.md.
 _os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 from . import _C  # noqa: E402
+from . import _argerrors  # noqa: E402
+_argerrors.install()  # before the names below are taken from _C: argument errors that say what is wrong
 from ._C import (Tensor, Error, dtype, device, tensor, from_dlpack, from_numpy, manual_seed,
                  get_rng_state, set_rng_state, is_grad_enabled, set_grad_enabled, result_type,
                  promote_types, can_cast, save, load, get_autocast_dtype)

@@ -1,12 +1,15 @@
 """Factories with PyTorch's signatures: sizes as varargs or a sequence, requires_grad=."""
 import builtins
+import math
 
 from . import _C
 
 _ops = _C._ops
 
 
-def _sizes(size):
+def _sizes(size, fn):
+    if not size:  # as torch: zeros() is an error; zeros(()) and zeros([]) are 0-d
+        raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         return tuple(size[0])
     return tuple(size)
@@ -19,15 +22,15 @@ def _finish(t, requires_grad):
 
 
 def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.zeros(_sizes(size), dtype=dtype, device=device), requires_grad)
+    return _finish(_ops.zeros(_sizes(size, "zeros"), dtype=dtype, device=device), requires_grad)
 
 
 def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.ones(_sizes(size), dtype=dtype, device=device), requires_grad)
+    return _finish(_ops.ones(_sizes(size, "ones"), dtype=dtype, device=device), requires_grad)
 
 
 def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.empty(_sizes(size), dtype=dtype, device=device), requires_grad)
+    return _finish(_ops.empty(_sizes(size, "empty"), dtype=dtype, device=device), requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
@@ -35,11 +38,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
 
 
 def rand(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.rand(_sizes(size), dtype=dtype, device=device), requires_grad)
+    return _finish(_ops.rand(_sizes(size, "rand"), dtype=dtype, device=device), requires_grad)
 
 
 def randn(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.randn(_sizes(size), dtype=dtype, device=device), requires_grad)
+    return _finish(_ops.randn(_sizes(size, "randn"), dtype=dtype, device=device), requires_grad)
 
 
 def randint(low, high=None, size=None, *, dtype=None, device=None):
@@ -57,6 +60,9 @@ def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=Fa
     """arange(end) or arange(start, end, step=1), as torch.arange."""
     if end is None:
         start, end = 0, start
+    for name, v in (("start", start), ("end", end), ("step", step)):
+        if isinstance(v, float) and not math.isfinite(v):  # the length would be infinite or NaN
+            raise ValueError(f"arange(): argument '{name}' must be a finite number, got {v}")
     return _finish(_ops.arange(start, end, step, dtype=dtype, device=device), requires_grad)
 
 

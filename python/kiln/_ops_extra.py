@@ -26,6 +26,10 @@ def where(condition, input=None, other=None):
     """where(condition, input, other); where(condition) is nonzero(as_tuple=True)."""
     if input is None and other is None:
         return tuple(_ops.nonzero(condition).unbind(1))
+    if input is None or other is None:  # as torch: one of the two is not a call kiln has
+        missing = "input" if input is None else "other"
+        raise TypeError(f"where(): argument '{missing}' is missing: give both input and other, or neither "
+                        "(where(condition) is nonzero(as_tuple=True))")
     return _ops.where(condition, input, other)
 
 

@@ -203,11 +203,12 @@ const Shape& Tensor::strides() const {
   return impl_->strides;
 }
 
+// The dim of a size or stride asked for: a 0-d tensor has none (its sizes() is empty).
 static int64_t wrap_dim_for(const Tensor& t, int64_t d) {
   int64_t n = t.dim();
-  KILN_CHECK_HINT(d >= -std::max<int64_t>(n, 1) && d < std::max<int64_t>(n, 1),
-                  "a dim is in [-ndim, ndim)", "dimension ", d, " out of range for a ", n, "-d tensor");
-  return d < 0 ? d + std::max<int64_t>(n, 1) : d;
+  KILN_CHECK_HINT(d >= -n && d < n, "a dim is in [-ndim, ndim)", "dimension ", d, " out of range for a ", n,
+                  "-d tensor");
+  return d < 0 ? d + n : d;
 }
 
 int64_t Tensor::size(int64_t d) const { return sizes()[size_t(wrap_dim_for(*this, d))]; }

@@ -84,7 +84,7 @@ KILN_DECOMP(unflatten) {
   const SymShape& req = a.symints(2);
   KILN_CHECK(!req.empty(), "unflatten: sizes must be non-empty");
   const SymShape xs = x.sym_sizes();
-  SymShape inner = ops::infer_size(req, xs[size_t(d)]);
+  SymShape inner = ops::infer_size(req, x.sym_size(d));  // sym_size checks d: a 0-d x has no dim 0
   SymShape sizes(xs.begin(), xs.begin() + d);
   sizes.insert(sizes.end(), inner.begin(), inner.end());
   sizes.insert(sizes.end(), xs.begin() + d + 1, xs.end());

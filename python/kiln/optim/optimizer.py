@@ -3,6 +3,7 @@ steps) over kiln's C++ optimizers (kiln._C._Optimizer), which do the updates."""
 from collections import defaultdict
 
 from .. import _C
+from .._argerrors import _given
 from .._grad_mode import enable_grad
 
 
@@ -36,6 +37,7 @@ class Optimizer:
             self.param_groups.append(self._filled(g))
         self._check_disjoint()
         self._impl = _C._Optimizer(self._kind, self.param_groups) if self._kind else None
+        self._built = self._param_lists()  # what _impl optimizes (see _sync_params)
         self._py_state = defaultdict(dict)  # custom (Python) optimizers only
 
     def _filled(self, group):
@@ -44,11 +46,7 @@ class Optimizer:
         g = dict(group)
         params = g["params"]
         g["params"] = [params] if isinstance(params, _C.Tensor) else list(params)
-        for p in g["params"]:
-            if not isinstance(p, _C.Tensor):
-                raise TypeError(f"optimizer can only optimize kiln.Tensors, but one of the params is {type(p).__name__}")
-            if not p.is_leaf:
-                raise ValueError("can't optimize a non-leaf Tensor")
+        self._check_params(g["params"])
         for k, v in self.defaults.items():
             if v is required and k not in g:
                 raise ValueError(f"parameter group didn't specify a value of required optimization parameter {k}")
@@ -56,8 +54,19 @@ class Optimizer:
         self._validate(g)
         return g
 
+    @staticmethod
+    def _check_params(params):
+        for p in params:
+            if not isinstance(p, _C.Tensor):
+                raise TypeError(f"optimizer can only optimize kiln.Tensors, but one of the params is {type(p).__name__}")
+            if not p.is_leaf:
+                raise ValueError("can't optimize a non-leaf Tensor")
+
     def _validate(self, group):
-        if group["lr"] < 0:
+        lr = group["lr"]
+        if isinstance(lr, bool) or not isinstance(lr, (int, float, _C.Tensor)):
+            raise TypeError(f"{type(self).__name__}: option 'lr' must be a number, not {_given(lr)}")
+        if lr < 0:
             raise ValueError(f"Invalid learning rate: {group['lr']}")
 
     def _check_disjoint(self):
@@ -70,18 +79,68 @@ class Optimizer:
 
     def add_param_group(self, param_group):
         g = self._filled(param_group)
+        if self._impl is not None:
+            self._sync_params()  # earlier edits first: _built then matches the groups before g
         self.param_groups.append(g)
         try:
             self._check_disjoint()
             if self._impl is not None:
                 self._impl.add_param_group(g)
+                self._built.append(list(g["params"]))
         except Exception:
             self.param_groups.pop()
             raise
 
+    def _param_lists(self):
+        return [list(g["params"]) for g in self.param_groups]
+
+    def _same_params(self, now):
+        # Plain loops, no generator expressions or comprehensions: this runs inside compiled
+        # functions on every step, under kiln.compile's guard recorder, which crashed in a
+        # generator expression here (reported).
+        if len(now) != len(self._built):
+            return False
+        for a, b in zip(now, self._built):
+            if len(a) != len(b):
+                return False
+            for x, y in zip(a, b):
+                if x is not y:
+                    return False
+        return True
+
+    def _sync_params(self):
+        """Edits of the groups' params (removing, adding or swapping parameters, as torch allows
+        between steps) take effect: the C++ optimizer is rebuilt over the current parameters,
+        keeping the state (step, moments, momentum) of those that stay."""
+        now = self._param_lists()
+        if self._same_params(now):
+            return
+        for params in now:
+            self._check_params(params)
+        self._check_disjoint()
+        kept, i = {}, 0
+        for ps in self._built:
+            for p in ps:
+                kept[id(p)] = self._impl.state(i)
+                i += 1
+        impl = _C._Optimizer(self._kind, self.param_groups)
+        flat = {}
+        for k, v in impl.state_dict().items():
+            if not k.startswith("state."):
+                flat[k] = v
+        j = 0
+        for ps in now:
+            for p in ps:
+                for name, t in kept.get(id(p), {}).items():
+                    flat[f"state.{j}.{name}"] = t
+                j += 1
+        impl.load_state_dict(flat)
+        self._impl, self._built = impl, now
+
     def _push_options(self):
         if self._impl is None:
             return
+        self._sync_params()
         for i, g in enumerate(self.param_groups):
             self._validate(g)
             self._impl.configure(i, g)
@@ -101,6 +160,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none=True):
         if self._impl is not None:
+            self._sync_params()
             self._impl.zero_grad(set_to_none)
             return
         for p in self._all_params():
@@ -118,6 +178,7 @@ class Optimizer:
         """Per-parameter state (step, exp_avg, momentum_buffer, ...), keyed by the parameter."""
         if self._impl is None:
             return self._py_state
+        self._sync_params()
         out = {}
         for i, p in enumerate(self._all_params()):
             s = self._impl.state(i)
@@ -128,6 +189,8 @@ class Optimizer:
     def state_dict(self):
         """torch's layout: {'state': {index: {name: Tensor}}, 'param_groups': [options + 'params'
         as indices]}."""
+        if self._impl is not None:
+            self._sync_params()
         state = {}
         for i, p in enumerate(self._all_params()):
             s = self._impl.state(i) if self._impl is not None else self._py_state.get(p, {})
@@ -151,6 +214,8 @@ class Optimizer:
             if len(mine["params"]) != len(theirs["params"]):
                 raise ValueError("loaded state dict contains a parameter group that doesn't match the size of "
                                  "optimizer's group")
+        if self._impl is not None:
+            self._sync_params()
         params = self._all_params()
         if self._impl is None:
             self._py_state = defaultdict(dict)

@@ -120,8 +120,11 @@ register(OpInfo("sum", _with_nans(_sum_samples), dtypes=FLOATS + INTS + SMALL_IN
 
 def _torch_prod(x, dim=None, keepdim=False, dtype=None):
     # torch.prod takes one int dim; a list is reduced one dim at a time.
-    if dim is None or isinstance(dim, int):
-        return torch.prod(x, dtype=dtype) if dim is None else torch.prod(x, dim, keepdim, dtype=dtype)
+    if dim is None:  # every dim; keepdim keeps them all as size 1, as torch.sum does
+        r = torch.prod(x, dtype=dtype)
+        return r.reshape([1] * x.dim()) if keepdim else r
+    if isinstance(dim, int):
+        return torch.prod(x, dim, keepdim, dtype=dtype)
     dims = sorted((d % max(x.dim(), 1) for d in dim), reverse=True)
     for d in dims:
         x = torch.prod(x, d, True, dtype=dtype)

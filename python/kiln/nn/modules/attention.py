@@ -4,7 +4,7 @@ import math
 
 from ... import _C
 from .. import functional as F
-from .. import init
+from .. import _checks, init
 from ..module import Module
 from ..parameter import Parameter
 from .linear import Linear
@@ -18,6 +18,7 @@ class MultiheadAttention(Module):
     def __init__(self, embed_dim, num_heads, dropout=0.0, bias=True, add_bias_kv=False, add_zero_attn=False,
                  kdim=None, vdim=None, batch_first=False, device=None, dtype=None):
         super().__init__()
+        _checks.sizes("MultiheadAttention", ("num_heads",), embed_dim=embed_dim, num_heads=num_heads)
         if add_bias_kv or add_zero_attn or (kdim not in (None, embed_dim)) or (vdim not in (None, embed_dim)):
             raise NotImplementedError("MultiheadAttention: add_bias_kv, add_zero_attn and kdim/vdim != embed_dim "
                                       "are not supported")

@@ -3,7 +3,7 @@ import math
 
 from ... import _C
 from .. import functional as F
-from .. import init
+from .. import _checks, init
 from ..module import Module
 from ..parameter import Parameter
 
@@ -19,6 +19,8 @@ class _ConvNd(Module):
     def __init__(self, in_channels, out_channels, kernel_size, stride=1, padding=0, dilation=1, groups=1, bias=True,
                  padding_mode="zeros", output_padding=0, device=None, dtype=None):
         super().__init__()
+        _checks.sizes(type(self).__name__, ("groups",), in_channels=in_channels, out_channels=out_channels,
+                      groups=groups)
         if in_channels % groups or out_channels % groups:
             raise ValueError("in_channels and out_channels must be divisible by groups")
         if padding_mode != "zeros":

@@ -4,7 +4,7 @@ import math
 from ... import _C
 from ..._grad_mode import no_grad
 from .. import functional as F
-from .. import init
+from .. import _checks, init
 from ..module import Module
 from ..parameter import Parameter
 
@@ -26,6 +26,7 @@ class Linear(Module):
 
     def __init__(self, in_features, out_features, bias=True, device=None, dtype=None):
         super().__init__()
+        _checks.sizes("Linear", in_features=in_features, out_features=out_features)
         self.in_features = in_features
         self.out_features = out_features
         self.weight = Parameter(_empty(out_features, in_features, dtype=dtype))
@@ -56,6 +57,7 @@ class Embedding(Module):
     def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
                  scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
         super().__init__()
+        _checks.sizes("Embedding", num_embeddings=num_embeddings, embedding_dim=embedding_dim)
         if max_norm is not None or scale_grad_by_freq or sparse:
             raise NotImplementedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
         if padding_idx is not None:

@@ -1,7 +1,7 @@
 """LayerNorm, RMSNorm, GroupNorm, BatchNorm1d/2d with torch's parameters, buffers and updates."""
 from ... import _C
 from .. import functional as F
-from .. import init
+from .. import _checks, init
 from ..module import Module
 from ..parameter import Parameter
 
@@ -77,6 +77,7 @@ class RMSNorm(Module):
 class GroupNorm(Module):
     def __init__(self, num_groups, num_channels, eps=1e-5, affine=True, device=None, dtype=None, *, bias=True):
         super().__init__()
+        _checks.sizes("GroupNorm", ("num_groups",), num_groups=num_groups, num_channels=num_channels)
         if num_channels % num_groups != 0:
             raise ValueError("num_channels must be divisible by num_groups")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
@@ -99,6 +100,7 @@ class _BatchNorm(Module):
     def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True, device=None,
                  dtype=None, *, bias=True):
         super().__init__()
+        _checks.sizes(type(self).__name__, num_features=num_features)
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine(self, (num_features,), affine, bias, dtype)

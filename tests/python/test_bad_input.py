@@ -1,0 +1,285 @@
+"""The standing bad-input suite: every op of op_db (so every op of kiln's registry the differential
+suite checks) called with random shapes, dtypes, layouts and arguments (Hypothesis draws the
+mutations of the op's samples, see bad_input.py), in kiln and in PyTorch. Either both raise, or
+both succeed with equal results; kiln's errors are kiln.Error / TypeError / ValueError /
+IndexError / NotImplementedError and never a nanobind dump. The calls run in a child process: a
+crash (or a hang) fails the suite with the call that crashed, and the child is restarted.
+
+KILN_BAD_INPUT_EXAMPLES (default 3000) sets the number of calls; KILN_BAD_INPUT_SEED=<n> draws
+other cases than the fixed default ones. Every disagreement is reported with its reproducer:
+  PYTHONPATH=python python3 tests/python/bad_input.py '<case json>'
+"""
+import json
+import math
+import os
+import re
+import select
+import subprocess
+import sys
+import threading
+from collections import defaultdict
+
+import pytest
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+import bad_input
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+EXAMPLES = int(os.environ.get("KILN_BAD_INPUT_EXAMPLES", "3000"))
+SEED = os.environ.get("KILN_BAD_INPUT_SEED")
+TIMEOUT_S = 60  # per call; a call past it counts as a hang
+WORKERS = max(1, min(2, os.cpu_count() or 1))  # child processes (CI has 2 cores)
+
+# Differences from PyTorch, with their reasons: one row per difference, (op or "*", outcome, a
+# regular expression the error must match or None, reason). Outcomes: kiln_raises (PyTorch
+# computes), torch_raises (kiln computes), differ (both compute, results differ). The pattern is
+# searched in PyTorch's error for torch_raises, in kiln's error for kiln_raises, in the comparison
+# failure for differ. "deliberate" rows are kiln's design; "known" rows are bugs this suite found
+# outside the Python layer, reported to their owners (remove the row with the fix).
+_TIES = "deliberate: which index is chosen among equal values is unspecified (PyTorch documents none); values agree"
+DIFFERENCES = [
+    ("*", "torch_raises", r"not implemented for '|does not support bool|Integral inputs not supported|to have one "
+                          r"of the following scalar types|Bool inputs not supported",
+     "deliberate: kiln's dtype rules (docs/ops.md) define the op on bool and integer tensors (INT_TO_FLOAT ops "
+     "compute them in float32); PyTorch has no CPU kernel for that dtype"),
+    ("*", "torch_raises", r"expected scalar type|must have the same dtype|mixed dtype|expected .*dtype",
+     "deliberate: kiln promotes the tensors of one call to a common dtype (result_type); PyTorch requires them "
+     "to agree"),
+    ("*", "kiln_raises", r"expected a floating point input|needs a floating point tensor|produces floating point "
+                         r"values|is not implemented for Bool|expected an int64 index",
+     "deliberate: kiln's kernel for this op (convolution, pooling, norms, softmax, dropout, bool matmul, int64 "
+     "indices) takes floating-point (or int64 index) tensors only, also when they are empty; PyTorch has more CPU "
+     "kernels or skips the check for zero elements"),
+    ("*", "kiln_raises", r"convolution: input dtype .* and weight dtype .* should be the same",
+     "deliberate: kiln's convolution requires the input's and the weight's dtypes to agree also for an empty input"),
+    *[(op, "differ", r"output 1\b", _TIES) for op in ("kthvalue", "median_dim", "topk", "sort", "max_dim",
+                                                      "min_dim", "cummax", "cummin")],
+    ("huber_loss", "differ", r"dtype float32 \(kiln\) != (bfloat16|float16)",
+     "deliberate: kiln's losses promote input and target (result_type: bfloat16 with float16 is float32); PyTorch's "
+     "huber_loss returns the input's dtype"),
+    ("prod", "kiln_raises", r"appears more than once",
+     "deliberate: torch.prod takes one dim; the suite's PyTorch adapter reduces a dim list one dim at a time and so "
+     "accepts a repeated dim, which kiln refuses (as torch.sum does)"),
+    ("rand_normal", "kiln_raises", r"argument 'seed'", "deliberate: the seed is kiln's own argument; the PyTorch side "
+                                                        "of the suite ignores it"),
+    ("rand_uniform", "kiln_raises", r"argument 'seed'", "deliberate: as rand_normal"),
+    ("*", "kiln_raises", r"must be (int\[\]|bool), not NoneType",
+     "known (ops.def schemas): PyTorch's schema makes this argument optional (None means its default: roll's "
+     "dims, sort's stable); kiln's does not"),
+    ("sub", "torch_raises", r"with a bool tensor is not supported",
+     "deliberate: kiln refuses bool - bool; a bool tensor minus a float promotes to float first"),
+    ("masked_fill", "kiln_raises", r"cannot fill a int\w* tensor with the float value",
+     "deliberate: kiln refuses a fractional fill of an integer tensor; PyTorch truncates the value"),
+    ("index_put", "kiln_raises", r"values of dtype .* do not match",
+     "deliberate: kiln requires values of the tensor's dtype (PyTorch too, except for 0-d values, which it casts)"),
+    ("gather", "kiln_raises", r"same number of dims", "deliberate: kiln checks the index rank also for an empty index"),
+    ("scatter", "kiln_raises", r"same number of dims", "deliberate: as gather"),
+    ("scatter_add", "kiln_raises", r"same number of dims", "deliberate: as gather"),
+    ("median", "kiln_raises", r"empty tensor", "deliberate: the median of an empty tensor is an error; PyTorch gives nan"),
+    ("median_dim", "kiln_raises", r"empty tensor", "deliberate: as median"),
+    ("cross_entropy", "kiln_raises", r"label_smoothing", "deliberate: kiln checks label_smoothing is in [0, 1], as "
+                                                          "PyTorch documents but does not check"),
+    ("mT", "kiln_raises", r"at least 2 dims", "deliberate: PyTorch's mT of a 0-d or 1-d tensor is a deprecated "
+                                              "identity; kiln refuses it"),
+    ("take_along_dim", "torch_raises", r"view size is not compatible",
+     "deliberate: PyTorch's dim=None path views a non-contiguous input and fails; kiln flattens any layout"),
+    ("group_norm", "torch_raises", r"HxW", "deliberate: kiln normalizes zero-size spatial dims to an empty result"),
+    ("gelu", "torch_raises", None, "known (src/decomp): gelu of an integer tensor computes in its integer dtype "
+                                   "(truncated: gelu([3]) == [2]); PyTorch refuses integers"),
+    ("mish", "torch_raises", None, "known (src/decomp): as gelu"),
+    ("as_strided", "torch_raises", r"out of bounds for storage",
+     "known (src/core, issue 15 B, view bounds): kiln accepts a view past the end of its storage"),
+    ("masked_fill", "kiln_raises", r"does not broadcast",
+     "known (src/decomp): out of place, PyTorch broadcasts self to the mask's shape; kiln requires the mask to "
+     "broadcast to self, as the in-place form does"),
+    ("addcmul", "differ", r"dtype float32 \(kiln\) != (u?int|bool)",
+     "known (src/decomp): a float value promotes an integer result to float32; PyTorch keeps the integer dtype"),
+    ("addmm", "differ", r"dtype float32 \(kiln\) != (u?int|bool)", "known (src/decomp): as addcmul, for alpha/beta"),
+    ("baddbmm", "differ", r"dtype float32 \(kiln\) != (u?int|bool)", "known (src/decomp): as addmm"),
+    ("hardtanh", "differ", r"dtype float32 \(kiln\) != (u?int|bool)", "known (src/decomp): as addcmul, for the bounds"),
+    ("hardtanh", "differ", r"Arrays are not equal", "known (src/decomp): hardtanh of a uint8 tensor wraps the bound -1 "
+                                                    "to 255 (hardtanh(uint8 [0, 1, 2]) == [255, 255, 255])"),
+    ("cosine_similarity", "differ", r"nan location mismatch",
+     "known (src/ops, issue 15 C: half-precision reductions): float16 sums overflow to inf (nan here)"),
+    ("batch_norm", "differ", r"Not equal to tolerance",
+     "known (src/ops, issue 15 C: half-precision reductions): float16 statistics lose precision"),
+]
+
+
+def explained(op, outcome, result):
+    """The DIFFERENCES row that accepts this disagreement, or None."""
+    text = result["torch"] if outcome == "torch_raises" else result["kiln"]
+    for row_op, row_outcome, pattern, reason in DIFFERENCES:
+        if row_op in ("*", op) and row_outcome == outcome and (pattern is None or re.search(pattern, text)):
+            return reason
+    return None
+
+
+class Worker:
+    """A child process running cases (bad_input.serve); restarted after a crash or hang."""
+
+    def __init__(self):
+        self.proc = None
+
+    def _start(self):
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"), HERE,
+                                                           os.environ.get("PYTHONPATH", "")]))
+        env.setdefault("OMP_NUM_THREADS", "1")
+        self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "bad_input.py"), "--serve"],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env)
+        assert self.proc.stdout.readline().strip() == "ready", "the bad-input worker did not start"
+
+    def run(self, case):
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        try:
+            self.proc.stdin.write(json.dumps(case) + "\n")
+            self.proc.stdin.flush()
+            ready, _, _ = select.select([self.proc.stdout], [], [], TIMEOUT_S)
+            line = self.proc.stdout.readline() if ready else ""
+        except OSError:  # the child is gone
+            ready, line = True, ""
+        if line:
+            return json.loads(line)
+        if not ready:
+            self.proc.kill()
+        code = self.proc.wait()
+        self.proc = None
+        what = "hang" if not ready else "crash"
+        return {"outcome": what, "call": "", "kiln": f"worker exit status {code}" if what == "crash" else
+                f"no answer in {TIMEOUT_S} s", "torch": ""}
+
+    def close(self):
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+
+
+_mutation = st.one_of(
+    st.tuples(st.just("shape"), st.integers(0, 7), st.lists(st.integers(0, 5), max_size=4)),
+    st.tuples(st.just("dtype"), st.integers(0, 7), st.sampled_from(bad_input.DTYPES)),
+    st.tuples(st.just("layout"), st.integers(0, 7), st.sampled_from(bad_input.LAYOUTS)),
+    st.tuples(st.just("int"), st.integers(0, 7), st.sampled_from(bad_input.INTS)),
+    st.tuples(st.just("float"), st.integers(0, 7), st.sampled_from(bad_input.FLOATS)),
+    st.tuples(st.just("dtype_arg"), st.integers(0, 7), st.sampled_from(bad_input.DTYPES)),
+    st.tuples(st.just("none"), st.integers(0, 7), st.none()),
+    st.tuples(st.just("drop"), st.just(0), st.none()),
+)
+_case = st.fixed_dictionaries({
+    "op": st.sampled_from(bad_input.ops()),
+    "dtype": st.sampled_from(bad_input.DTYPES),
+    "sample": st.integers(0, 63),
+    "seed": st.integers(0, 2**16),
+    "mutations": st.lists(_mutation, min_size=1, max_size=3),
+})
+
+
+def _json_safe(case):
+    """Cases go to the child as JSON, with inf and nan as JSON's Infinity / NaN."""
+    return json.loads(json.dumps(case))
+
+
+def draw_cases(n, seed_value=None):
+    """n cases drawn by Hypothesis (the same ones every run unless a seed is given)."""
+    cases = []
+
+    @settings(max_examples=n, deadline=None, database=None, derandomize=seed_value is None,
+              phases=[Phase.generate], suppress_health_check=list(HealthCheck))
+    @given(case=_case)
+    def draw(case):
+        cases.append(_json_safe(case))
+
+    if seed_value is not None:
+        draw = seed(seed_value)(draw)
+    draw()
+    return cases
+
+
+def run_cases(cases, workers=WORKERS):
+    """Runs the cases, split over `workers` child processes: [(case, result)] in order."""
+    chunks = [cases[i::workers] for i in range(workers)]
+    results = [None] * workers
+
+    def run_chunk(i):
+        w = Worker()
+        try:
+            results[i] = [(c, w.run(c)) for c in chunks[i]]
+        finally:
+            w.close()
+
+    threads = [threading.Thread(target=run_chunk, args=(i,)) for i in range(workers)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return [r for chunk in results if chunk for r in chunk]
+
+
+def unexplained(results):
+    """{(op, outcome): [(case, result)]} of the disagreements DIFFERENCES does not list."""
+    out = defaultdict(list)
+    for case, r in results:
+        if r["outcome"] in ("equal", "both_raise", "unbuildable"):
+            continue
+        if r["outcome"] in ("kiln_raises", "torch_raises", "differ") and explained(case["op"], r["outcome"], r):
+            continue
+        out[(case["op"], r["outcome"])].append((case, r))
+    return out
+
+
+def report(bad):
+    lines = []
+    for (op, outcome), items in sorted(bad.items()):
+        case, r = items[0]
+        lines.append(f"{op}: {outcome} x{len(items)}: {r['call']}\n    kiln:  {r['kiln']}\n    torch: {r['torch']}\n"
+                     f"    reproduce: PYTHONPATH=python python3 tests/python/bad_input.py '{json.dumps(case)}'")
+    return "\n".join(lines)
+
+
+def test_bad_inputs_agree_with_pytorch():
+    results = run_cases(draw_cases(EXAMPLES, None if SEED is None else int(SEED)))
+    assert len(results) >= min(EXAMPLES, 1000), f"only {len(results)} cases ran"
+    counts = defaultdict(int)
+    for _, r in results:
+        counts[r["outcome"]] += 1
+    print(f"bad-input suite: {len(results)} calls, {len({c['op'] for c, _ in results})} ops: {dict(counts)}")
+    bad = unexplained(results)
+    assert not bad, f"{sum(map(len, bad.values()))} calls disagree with PyTorch:\n{report(bad)}"
+
+
+def test_differences_name_real_ops_and_outcomes():
+    ops = set(bad_input.ops())
+    for op, outcome, pattern, reason in DIFFERENCES:
+        assert op == "*" or op in ops, f"DIFFERENCES names {op}, which op_db does not have"
+        assert outcome in ("kiln_raises", "torch_raises", "differ"), (op, outcome)
+        assert reason.startswith(("deliberate: ", "known ")), (op, reason)
+        if pattern is not None:
+            re.compile(pattern)
+
+
+def test_a_crash_fails_the_call_that_crashed_and_the_worker_restarts():
+    """The harness itself: a child that dies is reported as a crash, and the next call runs."""
+    w = Worker()
+    r = w.run({"op": "__crash__"})
+    assert r["outcome"] == "crash" and "-11" in r["kiln"], r
+    r = w.run({"op": "add", "dtype": "float32", "sample": 0, "seed": 0, "mutations": []})
+    assert r["outcome"] == "equal", r
+    w.close()
+    assert math.isinf(_json_safe({"x": math.inf})["x"])
+
+
+# Crashes this suite found, each now a clear error; run in a child process, as they crashed.
+@pytest.mark.parametrize("code,message", [
+    ("kiln.roll(kiln.tensor(1.0), [1], [0])", "dimension 0 out of range for a 0-d tensor"),
+    ("kiln.unflatten(kiln.tensor(1.0), -1, (6, 1))", "dimension 0 out of range for a 0-d tensor"),
+    ("kiln.tensor(1.0).size(0)", "dimension 0 out of range for a 0-d tensor"),
+])
+def test_crashes_found_by_the_suite_are_errors(code, message):
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
+                                                       os.environ.get("PYTHONPATH", "")]))
+    script = f"import kiln\ntry:\n    {code}\nexcept kiln.Error as e:\n    print(e)\n"
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, f"{code}: exit status {r.returncode}\n{r.stderr[-2000:]}"
+    assert message in r.stdout, r.stdout
