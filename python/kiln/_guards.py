@@ -262,12 +262,19 @@ class Recorder:
 
     # --- the trace functions ---------------------------------------------------------------
     def __enter__(self):
+        # No garbage collection while the trace runs: gc callbacks and finalizers would run
+        # unrelated code (a test framework's timer, a library's cleanup) inside the traced frames,
+        # and the recorder would follow it as if the function had called it.
+        self._gc = gc.isenabled()
+        gc.disable()
         self._old = sys.gettrace()
         sys.settrace(self._call)
         return self
 
     def __exit__(self, *exc):
         sys.settrace(self._old)
+        if self._gc:
+            gc.enable()
         return False
 
     def attach(self):

@@ -2,6 +2,7 @@
 effects outside the function are never dropped (issue 15 part A; docs/compile.md, "Python values").
 Each reproducer compares the compiled result after the change with eager code computing it."""
 import logging
+import sys
 
 import numpy as np
 import pytest
@@ -364,3 +365,39 @@ def test_methods_and_callable_objects_guard_their_attributes():
     a.k = 3.0
     same(method(x), x * 3.0)
     same(obj(x), x + 3.0)
+
+
+_GC_PHASE = None
+
+
+def test_gc_callbacks_during_a_trace_are_not_traced():
+    # A gc callback (hypothesis installs one) that runs while a function is traced is not code of
+    # the function: before, the recorder followed it and stopped it at its global store (an
+    # exception gc could only report as unraisable, and a graph break charged to the function).
+    import gc
+
+    def callback(phase, info):
+        global _GC_PHASE
+        _GC_PHASE = phase
+
+    def f(x):
+        junk = [[i] for i in range(2000)]  # container allocations: collections start here
+        return x * 2 + len(junk)
+
+    unraisable = []
+    old_hook, old_threshold = sys.unraisablehook, gc.get_threshold()
+    sys.unraisablehook = unraisable.append
+    gc.callbacks.append(callback)
+    gc.set_threshold(1)
+    try:
+        cf = kiln.compile(f)
+        x = kiln.ones(3)
+        out = cf(x)
+    finally:
+        gc.set_threshold(*old_threshold)
+        gc.callbacks.remove(callback)
+        sys.unraisablehook = old_hook
+    assert [str(u.exc_value) for u in unraisable] == []
+    assert out.tolist() == f(x).tolist()
+    assert cf.explain().break_count == 0
+    assert gc.isenabled()

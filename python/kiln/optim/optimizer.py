@@ -94,46 +94,24 @@ class Optimizer:
     def _param_lists(self):
         return [list(g["params"]) for g in self.param_groups]
 
-    def _same_params(self, now):
-        # Plain loops, no generator expressions or comprehensions: this runs inside compiled
-        # functions on every step, under kiln.compile's guard recorder, which crashed in a
-        # generator expression here (reported).
-        if len(now) != len(self._built):
-            return False
-        for a, b in zip(now, self._built):
-            if len(a) != len(b):
-                return False
-            for x, y in zip(a, b):
-                if x is not y:
-                    return False
-        return True
-
     def _sync_params(self):
         """Edits of the groups' params (removing, adding or swapping parameters, as torch allows
         between steps) take effect: the C++ optimizer is rebuilt over the current parameters,
         keeping the state (step, moments, momentum) of those that stay."""
         now = self._param_lists()
-        if self._same_params(now):
+        if len(now) == len(self._built) and all(len(a) == len(b) and all(x is y for x, y in zip(a, b))
+                                                for a, b in zip(now, self._built)):
             return
         for params in now:
             self._check_params(params)
         self._check_disjoint()
-        kept, i = {}, 0
-        for ps in self._built:
-            for p in ps:
-                kept[id(p)] = self._impl.state(i)
-                i += 1
+        old = [p for ps in self._built for p in ps]
+        kept = {id(p): self._impl.state(i) for i, p in enumerate(old)}
         impl = _C._Optimizer(self._kind, self.param_groups)
-        flat = {}
-        for k, v in impl.state_dict().items():
-            if not k.startswith("state."):
-                flat[k] = v
-        j = 0
-        for ps in now:
-            for p in ps:
-                for name, t in kept.get(id(p), {}).items():
-                    flat[f"state.{j}.{name}"] = t
-                j += 1
+        flat = {k: v for k, v in impl.state_dict().items() if not k.startswith("state.")}
+        for j, p in enumerate(q for ps in now for q in ps):
+            for name, t in kept.get(id(p), {}).items():
+                flat[f"state.{j}.{name}"] = t
         impl.load_state_dict(flat)
         self._impl, self._built = impl, now
 
