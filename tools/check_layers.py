@@ -38,6 +38,7 @@ LAYERS = [
     (("graph",), False, "the graph IR, its passes and interpreter"),
     (("capture",), False, "compile()'s tracer, guards, engine, lazy mode"),
     (("aot",), False, "functionalize, joint graph, partition, the aot runtime"),
+    (("inductor",), False, "the code generator: loop IR, lowering, fusion, tile kernels, the executable plan"),
     (("compile",), False, "the driver above capture and aot: backends, training-step stitching"),
 ]
 # Code outside the library may include anything.
@@ -207,7 +208,7 @@ def self_test():
         ("src/sym/expr.h", "#include <kiln/compile.h>", "sym includes <kiln/compile.h> (compile): compile is above sym"),
         ("src/eager/cpu/loops.h", '#include "decomp/nn.h"', "eager and decomp are siblings"),
         ("include/kiln/tensor.h", "#include <kiln/autograd.h>", "core includes <kiln/autograd.h> (autograd)"),
-        ("src/graph/graph.h", '#include "inductor/lower.h"', "src/inductor/ is in no layer"),
+        ("src/graph/graph.h", '#include "fuser/lower.h"', "src/fuser/ is in no layer"),
     ]
 
     def check(tree):

@@ -4,6 +4,8 @@
 #include <kiln/compile.h>
 #include <kiln/log.h>
 
+#include <nanobind/stl/vector.h>  // list_backends() returns a std::vector<std::string>
+
 #include "bind.h"
 #include "capture/guards.h"
 #include "capture/lazy.h"

@@ -84,13 +84,16 @@ class FlowNetwork {
 
 // The "aot_eager" backend: joint graph, partition, both graphs run by graph::interpret; the
 // forward becomes one autograd node whose backward runs the backward graph.
+using GraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 struct AotOptions {
   PartitionOptions partition;
+  // Compiles the functional, forward and backward graphs (a backend's code generator); unset:
+  // graph::interpret runs them.
+  std::function<GraphFn(std::shared_ptr<const graph::Graph>)> compile_graph;
   // Take the budget from aot::activation_memory_budget() when a plan is built instead (the
   // "aot_eager" backend, registered by src/compile/backends.cc).
   bool use_global_budget = false;
 };
-std::function<std::vector<Tensor>(const std::vector<Tensor>&)> compile_aot(std::shared_ptr<const graph::Graph> g,
-                                                                           const AotOptions& options = {});
+GraphFn compile_aot(std::shared_ptr<const graph::Graph> g, const AotOptions& options = {});
 
 }  // namespace kiln::aot

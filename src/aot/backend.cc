@@ -23,7 +23,14 @@ std::atomic<double> g_budget{0.0};
 struct Plan {
   Joint joint;
   Partition part;
+  GraphFn forward, backward;  // the partition's graphs, compiled
 };
+
+// The graph compiler of the options, or the interpreter.
+GraphFn compile_with(const AotOptions& o, std::shared_ptr<const graph::Graph> g) {
+  if (o.compile_graph) return o.compile_graph(std::move(g));
+  return [g](const std::vector<Tensor>& in) { return graph::interpret(*g, in); };
+}
 
 struct CompiledFunction : autograd::Node {
   std::shared_ptr<const Plan> plan;
@@ -44,7 +51,7 @@ struct CompiledFunction : autograd::Node {
       const TensorSpec& s = tangent_specs[i];
       in.push_back(i < grads.size() && grads[i].defined() ? grads[i].contiguous() : zeros(s.sizes, s.dtype, s.device));
     }
-    return graph::interpret(*plan->part.backward, in);
+    return plan->backward(in);
   }
   std::string name() const override { return "CompiledFunctionBackward"; }
   void release() override {
@@ -71,6 +78,11 @@ class Runtime {
   Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o) : options_(o) {
     functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*g)));
   }
+  GraphFn& inference() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!inference_) inference_ = compile_with(options_, functional_);
+    return inference_;
+  }
 
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) {
     std::vector<bool> needs;
@@ -78,14 +90,14 @@ class Runtime {
     for (const Tensor& t : inputs) needs.push_back(is_grad_enabled() && autograd::requires_grad(t)), any |= needs.back();
     if (!any) {  // inference: the functional graph writes its inputs itself
       NoGradGuard no_grad;
-      return graph::interpret(*functional_, inputs);
+      return inference()(inputs);
     }
     std::shared_ptr<const Plan> plan = plan_for(needs);
     const Joint& j = plan->joint;
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
-      outs = graph::interpret(*plan->part.forward, inputs);
+      outs = plan->forward(inputs);
       // A saved value sharing storage with an input the forward writes would see the write: copy it first.
       for (size_t s = j.num_outputs + j.mutated_inputs.size(); s < outs.size(); ++s)
         for (size_t m : j.mutated_inputs)
@@ -132,12 +144,15 @@ class Runtime {
     if (options_.use_global_budget) po.activation_memory_budget = activation_memory_budget();
     plan->part = partition(plan->joint, po);
     KILN_LOG(aot) << describe(plan->part);
+    plan->forward = compile_with(options_, plan->part.forward);
+    plan->backward = compile_with(options_, plan->part.backward);
     plans_[needs] = plan;
     return plan;
   }
 
   AotOptions options_;
   std::shared_ptr<graph::Graph> functional_;
+  GraphFn inference_;  // functional_, compiled at the first call without gradients
   std::mutex mutex_;
   std::map<std::vector<bool>, std::shared_ptr<const Plan>> plans_;
 };
@@ -150,8 +165,7 @@ void set_activation_memory_budget(double budget) {
 }
 double activation_memory_budget() { return g_budget; }
 
-std::function<std::vector<Tensor>(const std::vector<Tensor>&)> compile_aot(std::shared_ptr<const graph::Graph> g,
-                                                                           const AotOptions& options) {
+GraphFn compile_aot(std::shared_ptr<const graph::Graph> g, const AotOptions& options) {
   auto rt = std::make_shared<Runtime>(std::move(g), options);
   return [rt](const std::vector<Tensor>& inputs) { return (*rt)(inputs); };
 }

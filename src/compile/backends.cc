@@ -1,5 +1,6 @@
 // The backend registry: "eager" runs a captured graph with the graph interpreter (the eager
-// kernels), "aot_eager" through AOT autograd (src/aot/), and programs add their own
+// kernels), "aot_eager" through AOT autograd (src/aot/), "inductor" through AOT autograd with
+// generated kernels (src/inductor/), and programs add their own
 // (register_backend). Capture compiles its graphs with the backends found here, through the
 // lookup installed below (capture/hooks.h).
 #include <kiln/compile.h>
@@ -10,6 +11,7 @@
 #include "aot/aot.h"
 #include "capture/hooks.h"
 #include "graph/graph.h"
+#include "inductor/inductor.h"
 
 namespace kiln {  // (not kiln::compile: that is the name of compile())
 namespace {
@@ -22,7 +24,12 @@ std::map<std::string, Backend>& backends() {
        }},
       // The partition's memory budget is read from aot::set_activation_memory_budget per plan.
       {"aot_eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-         return aot::compile_aot(std::move(g), aot::AotOptions{.partition = {}, .use_global_budget = true});
+         return aot::compile_aot(std::move(g), aot::AotOptions{.partition = {}, .compile_graph = {}, .use_global_budget = true});
+       }},
+      // AOT autograd with every graph it runs compiled by inductor (docs/compiler.md).
+      {"inductor", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
+         return aot::compile_aot(std::move(g), aot::AotOptions{
+                                                   .partition = {}, .compile_graph = &inductor::compile_graph, .use_global_budget = true});
        }}};
   return b;
 }

@@ -1,5 +1,7 @@
-"""kiln.compile from Python (eager backend): results equal eager kiln and PyTorch; guards,
-recompiles, dynamic sizes, graph breaks and explain behave as documented (docs/compile.md)."""
+"""kiln.compile from Python: results equal eager kiln and PyTorch; guards, recompiles, dynamic
+sizes, graph breaks and explain behave as documented (docs/compile.md). Every test runs with the
+"eager" backend (results equal bitwise) and with "inductor" (generated kernels: equal within float32
+rounding)."""
 import numpy as np
 import pytest
 import torch
@@ -7,8 +9,29 @@ import torch
 import kiln
 
 
+BACKEND = "eager"
+
+
+@pytest.fixture(params=["eager", "inductor"], autouse=True)
+def backend(request):
+    global BACKEND
+    BACKEND = request.param
+    yield request.param
+    BACKEND = "eager"
+
+
+def compile(fn=None, **options):
+    """kiln.compile with the backend under test."""
+    options.setdefault("backend", BACKEND)
+    return kiln.compile(fn, **options) if fn is not None else kiln.compile(**options)
+
+
 def same(a, b):
-    np.testing.assert_array_equal(np.asarray(a.detach().numpy()), np.asarray(b.detach().numpy()))
+    a, b = np.asarray(a.detach().numpy()), np.asarray(b.detach().numpy())
+    if BACKEND == "eager":
+        np.testing.assert_array_equal(a, b)
+    else:
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def rand(*shape):
@@ -23,7 +46,7 @@ def test_function_matches_eager_and_torch():
         return torch.nn.functional.gelu(x @ w + b).softmax(-1)
 
     x, w, b = rand(4, 8), rand(8, 5), rand(5)
-    cf = kiln.compile(f)
+    cf = compile(f)
     same(cf(x, w, b), f(x, w, b))
     np.testing.assert_allclose(cf(x, w, b).numpy(), tf(*(torch.from_dlpack(t) for t in (x, w, b))).numpy(),
                                rtol=1e-5, atol=1e-6)
@@ -34,11 +57,11 @@ def test_function_matches_eager_and_torch():
 
 def test_decorator_and_module():
     model = kiln.nn.Sequential(kiln.nn.Linear(6, 16), kiln.nn.ReLU(), kiln.nn.Linear(16, 3))
-    cm = kiln.compile(model)
+    cm = compile(model)
     x = rand(5, 6)
     same(cm(x), model(x))
 
-    @kiln.compile(dynamic=False)
+    @compile(dynamic=False)
     def g(x, scale=2.0):
         return (x * scale).sum(0)
     same(g(x), (x * 2.0).sum(0))
@@ -49,7 +72,7 @@ def test_decorator_and_module():
 def test_optimizer_updates_do_not_recompile():
     model = kiln.nn.Linear(4, 2)
     opt = kiln.optim.SGD(model.parameters(), lr=0.1)
-    step = kiln.compile(lambda x: model(x).pow(2).mean())
+    step = compile(lambda x: model(x).pow(2).mean())
     x = rand(3, 4)
     for _ in range(3):
         loss = step(x)
@@ -63,7 +86,7 @@ def test_optimizer_updates_do_not_recompile():
 
 def test_module_attributes_are_guarded():
     model = kiln.nn.Sequential(kiln.nn.Linear(4, 4), kiln.nn.Dropout(0.5))
-    cm = kiln.compile(model)
+    cm = compile(model)
     x = rand(8, 4)
     model.eval()
     same(cm(x), model(x))
@@ -80,7 +103,7 @@ def test_recompiles_and_dynamic_sizes():
     def f(x):
         return x.relu() + 1
 
-    cf = kiln.compile(f)
+    cf = compile(f)
     for n in (3, 5, 9, 17):
         x = rand(n, 2)
         same(cf(x), f(x))
@@ -91,7 +114,7 @@ def test_recompiles_and_dynamic_sizes():
 
 
 def test_mark_dynamic():
-    cf = kiln.compile(lambda x: x.sum(0))
+    cf = compile(lambda x: x.sum(0))
     for n in (4, 6, 8):
         x = rand(n, 3)
         kiln.mark_dynamic(x, 0)
@@ -106,7 +129,7 @@ def test_graph_break_with_location():
             return y * 2
         return y - 1
 
-    cf = kiln.compile(f)
+    cf = compile(f)
     for x in (kiln.zeros(2), kiln.ones(2) * 3, kiln.zeros(2)):
         same(cf(x), f(x))
     e = cf.explain()
@@ -114,13 +137,13 @@ def test_graph_break_with_location():
     reason, file, line = e.breaks[0]
     assert file == __file__ and line == f.__code__.co_firstlineno + 2, e.breaks
     with pytest.raises(kiln.Error, match="graph break"):
-        kiln.compile(f, fullgraph=True)(kiln.zeros(2))
+        compile(f, fullgraph=True)(kiln.zeros(2))
 
 
 def test_data_dependent_shape_breaks():
     def f(x):
         return x[x > 0] * 2
-    cf = kiln.compile(f)
+    cf = compile(f)
     x = kiln.tensor([1.0, -2.0, 3.0])
     same(cf(x), f(x))
     assert cf.explain().break_count == 1
@@ -129,7 +152,7 @@ def test_data_dependent_shape_breaks():
 def test_cond_has_no_break():
     def f(x):
         return kiln.cond(x.sum() > 0, lambda a: a * 2, lambda a: a - 1, (x,))
-    cf = kiln.compile(f)
+    cf = compile(f)
     for x in (kiln.ones(3), -kiln.ones(3)):
         same(cf(x), f(x))
     e = cf.explain()
@@ -137,12 +160,12 @@ def test_cond_has_no_break():
 
 
 def test_recompile_limit(capfd):
-    cf = kiln.compile(lambda x: x + 1, dynamic=False, recompile_limit=2)
+    cf = compile(lambda x: x + 1, dynamic=False, recompile_limit=2)
     for n in (2, 3, 4):
         same(cf(kiln.zeros(n)), kiln.ones(n))
     assert cf.explain().eager_fallback
     assert "recompile limit" in capfd.readouterr().err
-    strict = kiln.compile(lambda x: x + 1, dynamic=False, recompile_limit=1, error_on_recompile_limit=True)
+    strict = compile(lambda x: x + 1, dynamic=False, recompile_limit=1, error_on_recompile_limit=True)
     strict(kiln.zeros(2))
     with pytest.raises(kiln.Error, match="recompile limit"):
         strict(kiln.zeros(3))
@@ -151,7 +174,7 @@ def test_recompile_limit(capfd):
 def test_recompile_log_names_the_guard(capfd):
     kiln.set_logs("recompiles")
     try:
-        cf = kiln.compile(lambda x: x * 2)
+        cf = compile(lambda x: x * 2)
         cf(kiln.zeros(2, 3))
         cf(kiln.zeros(2, 3, dtype=kiln.float64))
     finally:
@@ -164,7 +187,7 @@ def test_gradients_through_compiled_function():
     w = rand(3, 3).requires_grad_()
     f = lambda x: (x @ w).tanh().sum()  # noqa: E731
     x = rand(2, 3)
-    kiln.compile(f)(x).backward()
+    compile(f)(x).backward()
     g1 = w.grad.clone()
     w.grad = None
     f(x).backward()
@@ -192,7 +215,7 @@ def test_opaque_call_is_a_break_and_runs_eagerly():
         y = log_value(x * 2)
         return y + 1
 
-    cf = kiln.compile(f)
+    cf = compile(f)
     x = kiln.ones(3)
     same(cf(x), f(x))
     assert seen == [6.0, 6.0]
@@ -222,7 +245,7 @@ def test_training_step_compiles_to_one_graph():
 
     eager_model, eager_opt = make()
     comp_model, comp_opt = make()
-    eager_step, comp_step = runner(eager_model, eager_opt), kiln.compile(runner(comp_model, comp_opt), fullgraph=True)
+    eager_step, comp_step = runner(eager_model, eager_opt), compile(runner(comp_model, comp_opt), fullgraph=True)
     eager_losses, comp_losses = [], []
     for _ in range(20):
         eager_opt.zero_grad()
@@ -235,3 +258,11 @@ def test_training_step_compiles_to_one_graph():
         np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-4, atol=1e-5)
     e = comp_step.explain()
     assert e.graph_count == 1 and e.break_count == 0
+
+
+def test_list_backends_names_the_registered_ones():
+    names = kiln.list_backends()
+    assert isinstance(names, list) and {"eager", "aot_eager"} <= set(names)
+    x = rand(3, 4)
+    for name in names:  # each one compiles and runs
+        same(kiln.compile(lambda t: t * 2 + 1, backend=name)(x), x * 2 + 1)

@@ -1,4 +1,4 @@
-// A sweep of functions through "aot_eager": for each, the loss and the gradients of both inputs
+// A sweep of functions through "aot_eager" and "inductor": for each, the loss and the gradients of both inputs
 // equal eager autograd's (float64).
 #include <gtest/gtest.h>
 #include <kiln/compile.h>
@@ -68,8 +68,9 @@ std::vector<Case> cases() {
 }
 
 TEST(AotCorpus, GradientsMatchEager) {
+  for (const char* backend : {"aot_eager", "inductor"})
   for (const Case& c : cases()) {
-    SCOPED_TRACE(c.name);
+    SCOPED_TRACE(std::string(c.name) + " (backend " + backend + ")");
     Tensor a = test::grad_input({4, 6}), b = test::grad_input({4, 6});
     try {
       Tensor le = c.fn(a, b);
@@ -77,7 +78,7 @@ TEST(AotCorpus, GradientsMatchEager) {
       Tensor ga = a.grad().clone(), gb = b.grad().clone();
       a.set_grad(Tensor()), b.set_grad(Tensor());
       CompileOptions o;
-      o.backend = "aot_eager";
+      o.backend = backend;
       auto f = compile(c.fn, o);
       Tensor lc = f(a, b);
       ASSERT_TRUE(lc.impl()->autograd && lc.impl()->autograd->grad_fn);

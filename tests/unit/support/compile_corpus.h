@@ -59,6 +59,46 @@ struct Expect {
   int total = -1;  // graphs after every input set (-1: the same as `graphs`)
 };
 
+// Same dtype and shape, values within the dtype's rounding (the "inductor" backend's generated
+// kernels add in their own order); integers and bools exactly, NaNs in the same places.
+inline void expect_within_dtype(const Tensor& a, const Tensor& b, const std::string& what) {
+  ASSERT_EQ(a.defined(), b.defined()) << what;
+  if (!a.defined()) return;
+  ASSERT_EQ(a.dtype(), b.dtype()) << what;
+  ASSERT_EQ(a.sizes(), b.sizes()) << what;
+  const DType d = a.dtype();
+  const double tol = d == kFloat64 ? 1e-9 : d == kFloat32 ? 1e-4 : (d == kFloat16 || d == kBFloat16) ? 2e-2 : 0;
+  auto x = a.detach().to_vector<double>(), y = b.detach().to_vector<double>();
+  for (size_t i = 0; i < x.size(); i++) {
+    if (std::isnan(x[i]) && std::isnan(y[i])) continue;
+    if (x[i] == y[i]) continue;  // (infinities)
+    ASSERT_NEAR(x[i], y[i], tol * (0.1 + std::abs(y[i]))) << what << " [" << i << "]\ncompiled:\n" << a << "\neager:\n" << b;
+  }
+}
+
+// The same calls through the "inductor" backend, compared with eager within dtype tolerances
+// (run by check() for every corpus function compiled with the default backend).
+template <class F, class Make>
+void check_inductor(const std::string& name, F fn, Make make, int calls, int total, CompileOptions o) {
+  SCOPED_TRACE(name + " (backend inductor)");
+  const uint64_t seed = 20261129;
+  o.backend = "inductor";
+  auto compiled = compile(fn, o);
+  for (int i = 0; i < calls; i++) {
+    SCOPED_TRACE("call " + std::to_string(i));
+    auto eager_args = make(i), compiled_args = make(i);
+    manual_seed(seed);
+    auto want = flat(std::apply(fn, eager_args));
+    manual_seed(seed);
+    auto got = flat(std::apply(compiled, compiled_args));
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < std::min(got.size(), want.size()); k++) expect_within_dtype(got[k], want[k], "output " + std::to_string(k));
+    auto ga = tensors_of(compiled_args), wa = tensors_of(eager_args);
+    for (size_t k = 0; k < ga.size(); k++) expect_within_dtype(ga[k], wa[k], "argument tensor " + std::to_string(k) + " after the call");
+  }
+  EXPECT_EQ(compiled.report().graph_count, total) << describe(compiled.report());
+}
+
 // `make(i)` builds the arguments for call i (a tuple, fresh tensors each time: in-place ops must
 // not leak from one run into the other). Every run is preceded by manual_seed(seed) so random
 // ops draw the same numbers eagerly and compiled.
@@ -91,6 +131,7 @@ ExplainReport check(const std::string& name, F fn, Make make, Expect e, int call
   ExplainReport x = std::apply([&](auto&... a) { return explain(fn, a...); }, args);
   EXPECT_EQ(x.graph_count, e.graphs) << describe(x);
   EXPECT_EQ(int(x.breaks.size()), e.breaks) << describe(x);
+  if (o.backend == "eager") check_inductor(name, fn, make, calls, total, o);
   return r;
 }
 
@@ -140,12 +181,13 @@ void check_grads_with(const std::string& name, F fn, Make make, const std::strin
   EXPECT_GT(checked, 0);
 }
 
-// Gradients through the "eager" backend (bitwise) and through "aot_eager" (the compiled forward
-// and backward graphs, within float32 rounding).
+// Gradients through the "eager" backend (bitwise) and through "aot_eager" and "inductor" (the
+// compiled forward and backward graphs, within float32 rounding).
 template <class F, class Make>
 void check_grads(const std::string& name, F fn, Make make) {
   check_grads_with(name, fn, make, "eager");
   check_grads_with(name, fn, make, "aot_eager");
+  check_grads_with(name, fn, make, "inductor");
 }
 
 // A fixed random tensor, rebuilt identically on every call (same values, fresh storage).

@@ -1,0 +1,393 @@
+// Loop IR node -> tile::Builder program.
+//   pointwise: each program instance takes XBLOCK consecutive elements of the flattened index
+//              space, splits the flat index into i0..ik (div/mod by the ranges' products), and
+//              stores body(i) at the output's offset.
+//   reduction: each instance takes XBLOCK outputs ([XBLOCK, 1]) and loops over the reduced
+//              elements in blocks of RBLOCK ([1, RBLOCK]), combining into an [XBLOCK, RBLOCK]
+//              accumulator that is reduced along axis 1 at the end.
+// Index math is i64; masked-off lanes load 0 and are never stored. Block sizes that divide a
+// static extent need no mask at all (the C compiler vectorizes unmasked loops far better).
+#include "inductor/emit_tile.h"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "tile/builder.h"
+#include "tile/prims.h"
+
+namespace kiln::inductor {
+namespace {
+
+using tile::Val;
+
+int64_t pow2_at_least(int64_t v) {
+  int64_t p = 1;
+  while (p < v) p <<= 1;
+  return p;
+}
+
+int64_t hint_of(const SymShape& sizes) {
+  int64_t n = 1;
+  for (const SymInt& s : sizes) n *= std::max<int64_t>(s.hint(), 0);
+  return n;
+}
+
+void collect_sizes(const ExprPtr& e, std::set<std::string>& out) {
+  if (e->kind == sym::Kind::Symbol && !e->extent) out.insert(e->name);
+  for (const ExprPtr& a : e->args) collect_sizes(a, out);
+}
+
+bool contains(const ExprPtr& e, const ExprPtr& v) {
+  if (e == v) return true;
+  for (const ExprPtr& a : e->args)
+    if (contains(a, v)) return true;
+  return false;
+}
+
+// The coefficient of v in e when e is affine in v (its terms are k*v*f, f free of v), else null.
+ExprPtr coefficient(const ExprPtr& e, const ExprPtr& v) {
+  int64_t c = 0;
+  std::vector<sym::detail::Term> terms;
+  sym::detail::sum_parts(e, &c, &terms);
+  ExprPtr out = sym::constant(0);
+  for (const sym::detail::Term& t : terms) {
+    if (!contains(t.base, v)) continue;
+    ExprPtr q = sym::detail::divide_exact(t.base, v);
+    if (!q || contains(q, v)) return nullptr;
+    out = sym::add(out, sym::mul(sym::constant(t.coeff), q));
+  }
+  return out;
+}
+
+// e with the symbols of `with` replaced (rebuilt through sym's constructors, so it simplifies).
+ExprPtr substitute(const ExprPtr& e, const std::map<ExprPtr, ExprPtr>& with) {
+  if (e->kind == sym::Kind::Symbol) {
+    auto it = with.find(e);
+    return it == with.end() ? e : it->second;
+  }
+  if (e->args.empty()) return e;
+  std::vector<ExprPtr> a;
+  for (const ExprPtr& x : e->args) a.push_back(substitute(x, with));
+  ExprPtr r = a[0];
+  switch (e->kind) {
+    case sym::Kind::Add: for (size_t i = 1; i < a.size(); ++i) r = sym::add(r, a[i]); return r;
+    case sym::Kind::Mul: for (size_t i = 1; i < a.size(); ++i) r = sym::mul(r, a[i]); return r;
+    case sym::Kind::FloorDiv: return sym::floordiv(a[0], a[1]);
+    case sym::Kind::Mod: return sym::mod(a[0], a[1]);
+    case sym::Kind::Min: return sym::min(a[0], a[1]);
+    case sym::Kind::Max: return sym::max(a[0], a[1]);
+    default: return e;
+  }
+}
+
+// Dim collapsing: adjacent index variables merge into one when every index expression of the
+// node reads them as one (the outer's coefficient is the inner's times the inner's range: a
+// contiguous run), so the kernel splits its flat index by fewer div/mods (none for a fully
+// contiguous pointwise node). Fills `with` (old variable -> expression in the new ones).
+struct Collapsed {
+  std::vector<ExprPtr> vars;
+  SymShape ranges;
+};
+Collapsed collapse(const std::vector<ExprPtr>& vars, const SymShape& ranges, const std::vector<ExprPtr>& exprs,
+                   const std::string& prefix, std::map<ExprPtr, ExprPtr>& with) {
+  std::vector<std::vector<size_t>> groups;
+  for (size_t d = 0; d < vars.size(); ++d) {
+    if (sym::statically_known_equal(ranges[d], SymInt(1))) {  // a size-1 dim: index 0, no variable
+      with[vars[d]] = sym::constant(0);
+      continue;
+    }
+    bool merge = !groups.empty();
+    if (merge) {
+      const size_t inner = d, outer = groups.back().back();
+      for (const ExprPtr& e : exprs) {
+        ExprPtr co = coefficient(e, vars[outer]), ci = coefficient(e, vars[inner]);
+        if (!co || !ci || !sym::statically_known_equal(co, sym::mul(ci, ranges[inner].as_expr()))) {
+          merge = false;
+          break;
+        }
+      }
+    }
+    if (merge) groups.back().push_back(d);
+    else groups.push_back({d});
+  }
+  Collapsed c;
+  for (const auto& g : groups) {
+    SymInt extent = 1;
+    for (size_t d : g) extent = extent * ranges[d];
+    ExprPtr j = sym::index(prefix + std::to_string(c.vars.size()), extent.as_expr());
+    for (size_t d : g) with[vars[d]] = d == g.back() ? j : sym::constant(0);
+    c.vars.push_back(j);
+    c.ranges.push_back(extent);
+  }
+  return c;
+}
+
+kiln::Scalar identity(tile::ReduceKind k, DType d) {
+  const bool f = is_floating(d);
+  const double inf = std::numeric_limits<double>::infinity();
+  switch (k) {
+    case tile::ReduceKind::Sum: return f ? kiln::Scalar(0.0) : d == kBool ? kiln::Scalar(false) : kiln::Scalar(int64_t(0));
+    case tile::ReduceKind::Prod: return f ? kiln::Scalar(1.0) : d == kBool ? kiln::Scalar(true) : kiln::Scalar(int64_t(1));
+    case tile::ReduceKind::Max:
+      if (f) return kiln::Scalar(-inf);
+      if (d == kBool) return kiln::Scalar(false);
+      return d == kUInt8 ? kiln::Scalar(int64_t(0)) : kiln::Scalar(d == kInt64 ? std::numeric_limits<int64_t>::min() : -(int64_t(1) << (8 * itemsize(d) - 1)));
+    case tile::ReduceKind::Min:
+      if (f) return kiln::Scalar(inf);
+      if (d == kBool) return kiln::Scalar(true);
+      return d == kUInt8 ? kiln::Scalar(int64_t(255)) : kiln::Scalar(d == kInt64 ? std::numeric_limits<int64_t>::max() : (int64_t(1) << (8 * itemsize(d) - 1)) - 1);
+    default: break;
+  }
+  detail::fail("internal: inductor: no identity for this reduction");
+}
+
+class Emitter {
+ public:
+  Emitter(const Program& p, const Node& n) : p_(p), n_(n), b_(n.name) {
+    // Every op of the kernel says where it came from: the graph ops fused into it and the user's
+    // line of the first (not this file's lines).
+    tile::Origin o;
+    for (const graph::Origin& g : n.origins) {
+      if (!g.known()) continue;
+      std::string op = ops::op_info(g.op).name;
+      if (g.backward) op += " backward";
+      if (o.op.find(op) == std::string::npos) o.op += (o.op.empty() ? "" : "+") + op;
+      if (o.file.empty() && g.file) o.file = g.file, o.line = g.line;
+    }
+    if (o.op.empty()) o.op = n.name;
+    b_.set_origin(o);
+  }
+
+  GeneratedKernel run() {
+    const Buffer& out = p_.buffers[size_t(n_.outputs[0])];
+    // Parameters: the output, the buffers the body loads, then the size symbols.
+    std::set<int> loaded;
+    std::set<std::string> sizes;
+    walk_bodies([&](const Value* v) {
+      if (v->kind == ValueKind::Load) loaded.insert(v->buffer);
+      if (v->index) collect_sizes(v->index, sizes);
+    });
+    for (const SymInt& s : n_.ranges) collect_sizes(s.as_expr(), sizes);
+    for (const SymInt& s : n_.reduction_ranges) collect_sizes(s.as_expr(), sizes);
+    for (int o : n_.outputs)
+      for (const SymInt& s : p_.buffers[size_t(o)].strides) collect_sizes(s.as_expr(), sizes);
+    GeneratedKernel k{tile::Program(), {}, nullptr};
+    for (size_t i = 0; i < n_.outputs.size(); ++i) {
+      const int o = n_.outputs[i];
+      ptrs_[o] = b_.arg_ptr(n_.outputs.size() == 1 ? "out" : "out" + std::to_string(i), p_.buffers[size_t(o)].dtype);
+      k.args.push_back({o, nullptr});
+    }
+    for (int buf : loaded) {
+      if (ptrs_.count(buf)) continue;
+      ptrs_[buf] = b_.arg_ptr(p_.buffers[size_t(buf)].name, p_.buffers[size_t(buf)].dtype);
+      k.args.push_back({buf, nullptr});
+    }
+    for (const std::string& s : sizes) {
+      symbols_[s] = b_.arg_sym(s);
+      k.args.push_back({-1, sym::symbol(s)});
+    }
+    // Every index expression of the node, for dim collapsing.
+    std::vector<ExprPtr> exprs;
+    for (int o : n_.outputs) exprs.push_back(offset_of(n_.vars, p_.buffers[size_t(o)].strides));
+    walk_bodies([&](const Value* v) {
+      if (v->index) exprs.push_back(v->index);
+    });
+    Collapsed x = collapse(n_.vars, n_.ranges, exprs, "x", subst_);
+    Collapsed r = collapse(n_.reduction_vars, n_.reduction_ranges, exprs, "r", subst_);
+    xvars_ = x.vars, xranges_ = x.ranges, rvars_ = r.vars, rranges_ = r.ranges;
+    const ExprPtr xnumel = product(n_.ranges);
+    int64_t xblock;
+    if (n_.kind == NodeKind::Pointwise) {
+      xblock = block_for(n_.ranges, 1024);
+      pointwise(b_.constexpr_int("XBLOCK", xblock));
+    } else {
+      const int64_t rblock = block_for(n_.reduction_ranges, 1024);
+      xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
+      reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
+    }
+    k.grid = sym::floordiv(sym::add(xnumel, sym::constant(xblock - 1)), sym::constant(xblock));
+    k.program = b_.finish();
+    return k;
+  }
+
+ private:
+  template <class F>
+  void walk_bodies(F&& f) {
+    std::set<const Value*> seen;
+    std::function<void(const Value*)> go = [&](const Value* x) {
+      if (!seen.insert(x).second) return;
+      for (const Value* a : x->args) go(a);
+      f(x);
+    };
+    for (const Value* b : n_.bodies) go(b);
+  }
+
+  // A flat index (i64 block) split into the index variables of `ranges`.
+  void bind_vars(const Val& flat, const std::vector<ExprPtr>& vars, const SymShape& ranges) {
+    for (size_t d = 0; d < vars.size(); ++d) {
+      if (sym::statically_known_equal(ranges[d], SymInt(1))) {  // a size-1 dim: its index is 0
+        vars_[vars[d]] = b_.constant(kiln::Scalar(int64_t(0)), kInt64);
+        continue;
+      }
+      SymShape rest(ranges.begin() + long(d) + 1, ranges.end());
+      const ExprPtr inner = product(rest);
+      Val v = flat;
+      int64_t c = 0;
+      if (!(sym::is_const(inner, &c) && c == 1)) v = b_.floor_divide(v, expr(inner));
+      if (d > 0) v = v % expr(ranges[d].as_expr());
+      vars_[vars[d]] = v;
+    }
+  }
+
+  void pointwise(int64_t xblock) {
+    Val lin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
+    if (needs_mask(n_.ranges, xblock)) mask_ = lin < expr(product(n_.ranges));
+    bind_vars(lin, xvars_, xranges_);
+    for (size_t i = 0; i < n_.bodies.size(); ++i) {
+      const int o = n_.outputs[i];
+      const Buffer& out = p_.buffers[size_t(o)];
+      store(o, index(offset_of(n_.vars, out.strides)), value(n_.bodies[i]).to(out.dtype), mask_);
+    }
+  }
+
+  void reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
+    Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
+    Val xmask;
+    if (needs_mask(n_.ranges, xblock)) xmask = xlin < expr(product(n_.ranges));
+    const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
+    bind_vars(xlin, xvars_, xranges_);
+    const DType acc = n_.bodies[0]->dtype;
+    const kiln::Scalar init = identity(n_.reduce, acc);
+    const ExprPtr rnumel = product(n_.reduction_ranges);
+    Val rn = expr(rnumel);
+    Val acc0 = b_.full({xblock, rblock}, init, acc);
+    auto outer_vars = vars_;
+    auto outer_exprs = exprs_;
+    std::vector<Val> res = b_.for_loop(0, rn, rblock, {acc0}, [&](Val iv, const std::vector<Val>& carried) {
+      // Values of the loop body live in its region: start from what the kernel scope defined.
+      vars_ = outer_vars;
+      exprs_ = outer_exprs;
+      values_.clear();
+      Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
+      mask_ = rmasked ? (xmask.defined() ? xmask & (rlin < rn) : rlin < rn) : xmask;
+      bind_vars(rlin, rvars_, rranges_);
+      Val v = value(n_.bodies[0]);
+      if (rmasked) v = b_.where(mask_, v, Operand(init));  // (masked-off outputs are never stored)
+      v = v.to(acc);
+      ops::OpId combine = n_.reduce == tile::ReduceKind::Sum    ? ops::OpId::add
+                          : n_.reduce == tile::ReduceKind::Prod ? ops::OpId::mul
+                          : n_.reduce == tile::ReduceKind::Max  ? ops::OpId::maximum
+                                                                : ops::OpId::minimum;
+      return std::vector<Val>{b_.call(combine, {carried[0], v}).to(acc)};
+    });
+    Val r = b_.reduce(n_.reduce, res[0], 1).expand_dims(1).to(out.dtype);
+    vars_ = outer_vars;
+    exprs_ = outer_exprs;
+    store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), r, xmask);
+  }
+
+  using Operand = tile::Operand;
+
+  void store(int buffer, const Val& offset, const Val& v, const Val& mask) {
+    const Val ptr = ptrs_.at(buffer) + offset;
+    if (mask.defined()) b_.store(ptr, v, mask);
+    else b_.store(ptr, v);
+  }
+
+  // A power-of-two block for an extent: the largest (up to `most`) dividing it when it is static,
+  // else the extent's hint rounded up.
+  static int64_t block_for(const SymShape& extent, int64_t most) {
+    int64_t n = 0;
+    if (sym::is_const(product(extent), &n) && n > 0) {
+      for (int64_t b = std::min(most, pow2_at_least(n)); b >= std::min<int64_t>(most, 64); b /= 2)
+        if (n % b == 0) return b;
+    }
+    return std::clamp<int64_t>(pow2_at_least(hint_of(extent)), 1, most);
+  }
+  static bool needs_mask(const SymShape& extent, int64_t block) {
+    return !sym::statically_known_multiple_of(product(extent), sym::constant(block));
+  }
+
+  // An index expression of the node (over its own variables) in the collapsed variables.
+  Val index(const ExprPtr& e) { return expr(substitute(e, subst_)); }
+
+  // An index expression as i64 tile values.
+  Val expr(const ExprPtr& e) {
+    auto it = exprs_.find(e);
+    if (it != exprs_.end()) return it->second;
+    Val v;
+    int64_t c;
+    switch (e->kind) {
+      case sym::Kind::Const:
+        sym::is_const(e, &c);
+        v = b_.constant(kiln::Scalar(c), kInt64);
+        break;
+      case sym::Kind::Symbol:
+        if (e->extent) {
+          auto vi = vars_.find(e);
+          KILN_CHECK(vi != vars_.end(), "internal: inductor: index variable ", e->name, " is not bound in ", n_.name);
+          v = vi->second;
+        } else {
+          v = symbols_.at(e->name);
+        }
+        break;
+      case sym::Kind::Add:
+        v = expr(e->args[0]);
+        for (size_t i = 1; i < e->args.size(); ++i) v = v + expr(e->args[i]);
+        break;
+      case sym::Kind::Mul:
+        v = expr(e->args[0]);
+        for (size_t i = 1; i < e->args.size(); ++i) v = v * expr(e->args[i]);
+        break;
+      case sym::Kind::FloorDiv: v = b_.floor_divide(expr(e->args[0]), expr(e->args[1])); break;
+      case sym::Kind::Mod: v = expr(e->args[0]) % expr(e->args[1]); break;
+      case sym::Kind::Min: v = b_.minimum(expr(e->args[0]), expr(e->args[1])); break;
+      case sym::Kind::Max: v = b_.maximum(expr(e->args[0]), expr(e->args[1])); break;
+    }
+    return exprs_[e] = v;
+  }
+
+  Val value(const Value* x) {
+    auto it = values_.find(x);
+    if (it != values_.end()) return it->second;
+    Val v;
+    switch (x->kind) {
+      case ValueKind::Load:
+        v = mask_.defined() ? b_.load(ptrs_.at(x->buffer) + index(x->index), mask_) : b_.load(ptrs_.at(x->buffer) + index(x->index));
+        break;
+      case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
+      case ValueKind::Index: v = index(x->index).to(x->dtype); break;
+      case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
+      case ValueKind::Call: {
+        std::vector<Operand> args;
+        for (const Value* a : x->args) args.emplace_back(value(a));
+        v = b_.call(x->op, std::move(args), x->rounding).to(x->dtype);
+        break;
+      }
+    }
+    return values_[x] = v;
+  }
+
+  const Program& p_;
+  const Node& n_;
+  tile::Builder b_;
+  std::map<int, Val> ptrs_;
+  std::map<std::string, Val> symbols_;
+  std::map<ExprPtr, Val> vars_, exprs_;
+  std::map<const Value*, Val> values_;
+  Val mask_;
+  std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones
+  std::vector<ExprPtr> xvars_, rvars_;
+  SymShape xranges_, rranges_;
+};
+
+}  // namespace
+
+GeneratedKernel emit_tile(const Program& p, const Node& n) {
+  KILN_CHECK(n.kind != NodeKind::Extern, "internal: inductor: emit_tile of an extern node");
+  return Emitter(p, n).run();
+}
+
+}  // namespace kiln::inductor

@@ -1,0 +1,25 @@
+// One tile kernel per Pointwise / Reduction node of the loop IR (docs/compiler.md).
+#pragma once
+#include "inductor/loop_ir.h"
+#include "tile/ir.h"
+
+namespace kiln::inductor {
+
+// One parameter of a generated kernel: a buffer's data, or a size expression's value.
+struct KernelArg {
+  int buffer = -1;
+  ExprPtr size;
+};
+
+struct GeneratedKernel {
+  tile::Program program;
+  std::vector<KernelArg> args;  // per parameter, in order
+  ExprPtr grid;                 // how many program instances (one grid axis)
+};
+
+// The kernel computing node n of p: programs over blocks of its flattened index space (and, for
+// a reduction, a loop over blocks of the reduced elements). Every size symbol the node uses is a
+// kernel parameter, so one compiled kernel serves every value of a dynamic dim.
+GeneratedKernel emit_tile(const Program& p, const Node& n);
+
+}  // namespace kiln::inductor

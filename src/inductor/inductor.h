@@ -1,0 +1,42 @@
+// inductor: kiln's code generator (docs/compiler.md). A prims graph (decomposed and functional:
+// what aot hands its graph compilers) is lowered to the loop IR (lower/), scheduled and fused
+// (scheduler.cc, fusion.cc), each kernel node emitted as a tile kernel (emit_tile.cc), all of them
+// compiled in one translation unit by the tile CPU backend, and run by an executable plan
+// (plan.cc): a flat list of launches and extern calls over planned buffers.
+#pragma once
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "inductor/loop_ir.h"
+
+namespace kiln::inductor {
+
+using GraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+// Compiles a prims graph into a function of its inputs. Logs (KILN_LOGS): ir (the loop IR),
+// fusion (what was fused into each kernel), output_code (the generated kernels).
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g);
+
+// What compile_graph made, for tests, tools and the kernels goldens.
+struct Compiled {
+  std::vector<std::string> kernels;  // each kernel's tile IR, in launch order
+  std::string source;           // the C++ translation unit
+  GraphFn run;
+};
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g);
+
+// The loop IR pipeline: lowering then scheduling (names, fusion), verified.
+Program lower_and_schedule(std::shared_ptr<const graph::Graph> g);
+
+// The golden runner over graph IR text: "[inductor:] [graph passes |] stage", where the graph
+// passes (graph::run_pipeline: decompose, functionalize, cse...) run first and the stage is
+// "lower" (prints the loop IR), "kernels" (the tile IR of every kernel, after the tile passes)
+// or "c" (the generated C++ of every kernel, without the prelude).
+std::string run_pipeline(const std::string& pipeline, const std::string& graph_text);
+// The same stage on a graph built in C++.
+std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Graph> g);
+
+}  // namespace kiln::inductor

@@ -1,0 +1,135 @@
+// The loop IR: what inductor lowers a prims graph into (docs/compiler.md). A program is a list of
+// buffers (sizes and strides over symbolic sizes) and of nodes that each define one buffer:
+//
+//   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges` (one body per
+//              output: siblings over the same ranges fuse into one node)
+//   Reduction  out[i0, ..., ik] = reduce over r0..rm of body(i, r)  (`reduction_ranges`, `reduce`)
+//   Extern     an op of the graph run through the eager dispatcher (matmul, convolution, sort,
+//              anything not lowered); its tensor arguments are buffers
+//
+// A body is a hash-consed DAG of scalar values (Value): loads of a buffer at an index
+// expression, pointwise prims by OpId, casts, constants and index expressions. Index
+// expressions are sym expressions (src/sym/) over the node's index variables (sym::index, i0...
+// and r0...) and the graph's size symbols, so one program serves every value of a dynamic dim.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "graph/graph.h"
+#include "sym/expr.h"
+#include "tile/ir.h"
+
+namespace kiln::inductor {
+
+using sym::ExprPtr;
+
+enum class ValueKind : uint8_t {
+  Load,      // buffer[index]
+  Constant,  // a number of `dtype`
+  Index,     // the index expression `index` as a number of `dtype` (iota)
+  Call,      // the pointwise prim `op` on args (`rounding` for div)
+  Cast,      // args[0] converted to `dtype` (convert_element_type)
+};
+
+// One scalar value of a body. Built only through Program::make (interned: equal values are one).
+struct Value {
+  ValueKind kind = ValueKind::Constant;
+  DType dtype = kFloat32;
+  ops::OpId op = ops::OpId::NumOps;
+  tile::Rounding rounding = tile::Rounding::None;
+  std::vector<const Value*> args;
+  int buffer = -1;     // Load
+  ExprPtr index;       // Load: element offset from the buffer's data pointer; Index: the value
+  kiln::Scalar number;  // Constant
+};
+
+enum class BufferKind : uint8_t {
+  Input,     // graph input `input`
+  Constant,  // a literal of the graph (`literal`)
+  Temp,      // written by a node
+};
+
+struct Buffer {
+  std::string name;
+  BufferKind kind = BufferKind::Temp;
+  DType dtype = kFloat32;
+  SymShape sizes, strides;  // strides in elements
+  SymInt offset = 0;        // storage offset (as_strided of it counts from the storage's start)
+  int input = -1;           // Input: its index among the graph's inputs
+  Tensor literal;           // Constant
+  int producer = -1;        // Temp: the node writing it
+};
+
+enum class NodeKind : uint8_t { Pointwise, Reduction, Extern };
+const char* node_kind_name(NodeKind k);
+
+struct Node {
+  NodeKind kind = NodeKind::Pointwise;
+  std::string name;                  // the kernel's name: ops it computes (set by naming.cc)
+  std::vector<int> outputs;          // buffers it writes (Reduction: one)
+  SymShape ranges;                   // Pointwise / Reduction: the output's iteration space
+  std::vector<ExprPtr> vars;         // one index variable per range (i0, i1, ...)
+  SymShape reduction_ranges;         // Reduction
+  std::vector<ExprPtr> reduction_vars;  // r0, r1, ...
+  tile::ReduceKind reduce = tile::ReduceKind::Sum;
+  // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
+  // its siblings horizontally stores several).
+  std::vector<const Value*> bodies;
+  // Extern: the graph node it runs, and per tensor argument (Node::inputs() order) its buffer.
+  const graph::Node* call = nullptr;
+  std::vector<int> inputs;
+  std::vector<graph::Origin> origins;  // the graph nodes folded into it (deduplicated, in order)
+};
+
+class Program {
+ public:
+  Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  Program(Program&&) = default;
+  Program& operator=(Program&&) = default;
+
+  std::vector<Buffer> buffers;
+  std::vector<Node> nodes;
+  std::vector<int> outputs;  // per graph output: its buffer
+  std::shared_ptr<const graph::Graph> graph;  // what externs' nodes point into
+
+  // The interned value equal to v.
+  const Value* make(Value v);
+  const Value* constant(kiln::Scalar x, DType d);
+  const Value* load(int buffer, ExprPtr index);
+  const Value* call(ops::OpId op, std::vector<const Value*> args, DType d, tile::Rounding r = tile::Rounding::None);
+  const Value* cast(const Value* x, DType d);
+  int add_buffer(Buffer b);
+
+ private:
+  struct Key {
+    const Value* v;
+    bool operator==(const Key& o) const;
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const;
+  };
+  std::vector<std::unique_ptr<Value>> values_;
+  std::unordered_map<Key, const Value*, KeyHash> interned_;
+};
+
+// Contiguous strides for sizes (row-major; size-1 and 0 dims still get the product stride).
+SymShape contiguous_strides(const SymShape& sizes);
+// The flat element offset of index `idx` in a layout: sum idx[d] * strides[d].
+ExprPtr offset_of(const std::vector<ExprPtr>& idx, const SymShape& strides);
+// Index variables named prefix0, prefix1, ... with the given extents.
+std::vector<ExprPtr> index_vars(const std::string& prefix, const SymShape& extents);
+ExprPtr product(const SymShape& sizes);
+
+// The text form (docs/compiler.md): one line per buffer, one block per node.
+std::string print(const Program& p);
+// Throws kiln::Error naming the first bad node: buffer ids in range, loads of buffers defined
+// before, index expressions only over the node's variables and size symbols, dtypes.
+void verify(const Program& p);
+
+}  // namespace kiln::inductor

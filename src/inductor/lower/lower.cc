@@ -1,0 +1,153 @@
+// The lowering driver: graph inputs become buffers, each node goes to its family's lowering (or
+// the fallback), and the outputs are realized.
+#include "inductor/lower/lower.h"
+
+#include <algorithm>
+
+#include "ops/family.h"
+
+namespace kiln::inductor {
+
+bool known_one(const SymInt& s) { return sym::statically_known_equal(s, SymInt(1)); }
+
+Index broadcast_index(const Index& out, const SymShape& in) {
+  Index idx(in.size());
+  const size_t lead = out.size() - in.size();
+  for (size_t k = 0; k < in.size(); ++k) idx[k] = known_one(in[k]) ? sym::constant(0) : out[lead + k];
+  return idx;
+}
+
+Lowering::Lowering(std::shared_ptr<const graph::Graph> g) : g_(std::move(g)) { prog_.graph = g_; }
+
+const Def& Lowering::def(const graph::Value* v) const {
+  auto it = defs_.find(v);
+  KILN_CHECK(it != defs_.end(), "internal: inductor lowering: value #", v->id, " read before it is lowered");
+  return it->second;
+}
+
+void Lowering::set(const graph::Value* v, Def d) {
+  if (current_) {
+    graph::Origin o = graph::origin_of(*current_);
+    if (d.origins.empty() || !(d.origins.back() == o)) d.origins.push_back(o);
+  }
+  readers_left_[v] = int(v->users.size()) + (g_->is_output(v) ? 1 : 0);
+  defs_[v] = std::move(d);
+}
+
+Loader Lowering::buffer_loader(int buffer) {
+  return [this, buffer](const Index& idx) {
+    return prog_.load(buffer, offset_of(idx, prog_.buffers[size_t(buffer)].strides));
+  };
+}
+
+Loader Lowering::loader(const graph::Value* v) {
+  const Def& d = def(v);
+  const int readers = readers_left_[v];  // (this reader included)
+  if (d.buffer < 0 && should_realize(d, readers)) realize(v);
+  const Def& now = def(v);
+  return now.buffer >= 0 ? buffer_loader(now.buffer) : now.fn;
+}
+
+int Lowering::add_kernel_node(Node n, DType dtype, const SymShape& sizes) {
+  Buffer b;
+  b.kind = BufferKind::Temp;
+  b.dtype = dtype;
+  b.sizes = sizes;
+  b.strides = contiguous_strides(sizes);
+  b.producer = int(prog_.nodes.size());
+  const int buf = prog_.add_buffer(std::move(b));
+  n.outputs = {buf};
+  prog_.nodes.push_back(std::move(n));
+  return buf;
+}
+
+int Lowering::realize(const graph::Value* v) {
+  Def& d = defs_.at(v);
+  if (d.buffer >= 0) return d.buffer;
+  if (d.view) {  // an eager view of its base's buffer: it aliases the base as in the graph
+    const graph::Node* view = d.view;
+    const int base = realize(view->inputs().at(0));  // the view's own input (itself maybe a view)
+    Buffer b;
+    b.dtype = v->spec.dtype;
+    b.sizes = v->spec.sizes;
+    b.strides = v->spec.strides;
+    b.offset = v->spec.offset;
+    b.producer = int(prog_.nodes.size());
+    const int buf = prog_.add_buffer(std::move(b));
+    Node n;
+    n.kind = NodeKind::Extern;
+    n.call = view;
+    n.inputs = {base};
+    n.outputs = {buf};
+    n.origins = {graph::origin_of(*view)};
+    prog_.nodes.push_back(std::move(n));
+    defs_.at(v).buffer = buf;
+    return buf;
+  }
+  Node n;
+  n.kind = NodeKind::Pointwise;
+  n.ranges = d.sizes;
+  n.vars = index_vars("i", d.sizes);
+  n.bodies = {d.fn(n.vars)};
+  n.origins = d.origins;
+  const int buf = add_kernel_node(std::move(n), d.dtype, d.sizes);
+  Def& again = defs_.at(v);  // (defs_ may have grown while the body was built)
+  again.buffer = buf;
+  return buf;
+}
+
+void Lowering::realize_live_after(const graph::Node& n) {
+  std::vector<const graph::Value*> live;
+  for (auto& [v, d] : defs_) {
+    if (d.buffer >= 0) continue;
+    bool needed = g_->is_output(v);
+    for (const graph::Node* u : v->users) needed |= !u->before(n) && u != &n;
+    if (needed) live.push_back(v);
+  }
+  std::sort(live.begin(), live.end(), [](auto* a, auto* b) { return a->id < b->id; });  // deterministic
+  for (const graph::Value* v : live) realize(v);
+}
+
+Program Lowering::run() {
+  for (size_t i = 0; i < g_->inputs().size(); ++i) {
+    const graph::Value* v = g_->inputs()[i];
+    Buffer b;
+    b.name = "in" + std::to_string(i);
+    b.kind = BufferKind::Input;
+    b.input = int(i);
+    b.dtype = v->spec.dtype;
+    b.sizes = v->spec.sizes;
+    b.strides = v->spec.strides;
+    b.offset = v->spec.offset;
+    Def d;
+    d.dtype = b.dtype;
+    d.sizes = b.sizes;
+    d.buffer = prog_.add_buffer(std::move(b));
+    set(v, std::move(d));
+  }
+  for (const graph::Node* n : g_->nodes()) {
+    current_ = n;
+    bool done = false;
+    if (n->kind == graph::NodeKind::Constant) {
+      done = lower_pointwise(*this, *n);
+    } else {
+      switch (ops::kOpFamily[size_t(n->op)]) {
+        case ops::OpFamily::POINTWISE:
+        case ops::OpFamily::CREATION: done = lower_pointwise(*this, *n); break;
+        case ops::OpFamily::REDUCTION: done = lower_reduction(*this, *n); break;
+        case ops::OpFamily::VIEW: done = lower_view(*this, *n); break;
+        default: break;
+      }
+    }
+    if (!done) lower_extern(*this, *n);
+    // What the node read has one reader fewer (the fusion decision counts the readers left).
+    graph::each_input(*n, [&](const graph::Value* v) { --readers_left_[v]; });
+  }
+  current_ = nullptr;
+  for (const graph::Value* v : g_->outputs()) prog_.outputs.push_back(realize(v));
+  return std::move(prog_);
+}
+
+Program lower(std::shared_ptr<const graph::Graph> g) { return Lowering(std::move(g)).run(); }
+
+}  // namespace kiln::inductor

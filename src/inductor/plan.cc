@@ -1,0 +1,195 @@
+// The executable plan: the scheduled loop IR as a flat list of steps (a kernel launch or an
+// extern call), each with its arguments resolved to buffer slots and size expressions ahead of
+// time. A call binds the size symbols from the inputs, allocates each buffer when its producer
+// runs, and drops it after its last reader (memory_plan.cc), so peak memory follows the live set.
+#include <kiln/grad_mode.h>
+#include <kiln/log.h>
+#include <kiln/ops.h>
+
+#include <chrono>
+#include <map>
+#include <mutex>
+
+#include "inductor/emit_tile.h"
+#include "inductor/inductor.h"
+#include "inductor/memory_plan.h"
+#include "tile/cpu/emit_c.h"
+#include "tile/cpu/kernel.h"
+
+namespace kiln::inductor {
+namespace {
+
+using SymEnv = std::map<std::string, int64_t>;
+
+SymInt concrete(const SymInt& s, const SymEnv& env) {
+  return s.is_symbolic() ? SymInt(sym::evaluate(s.expr(), env)) : s;
+}
+int64_t eval(const SymInt& s, const SymEnv& env) { return concrete(s, env).value(); }
+
+// Size arguments of an extern with symbols get the values the inputs bind them to.
+ops::Arg concrete_arg(ops::Arg a, const SymEnv& env) {
+  if (auto* s = std::get_if<SymInt>(&a)) return concrete(*s, env);
+  if (auto* l = std::get_if<SymShape>(&a))
+    for (SymInt& s : *l) s = concrete(s, env);
+  return a;
+}
+
+// A tensor in the layout its buffer promises (inputs and extern outputs normally are; a
+// contiguous copy otherwise, when the buffer is contiguous).
+Tensor conform(Tensor t, const Buffer& b, const SymEnv& env) {
+  KILN_CHECK(t.dtype() == b.dtype && t.dim() == int64_t(b.sizes.size()), "inductor: ", b.name, " is ",
+             name(t.dtype()), shape_str(t.sym_sizes()), " but the compiled graph expects ", name(b.dtype),
+             shape_str(b.sizes));
+  bool same = true, contiguous_expected = true;
+  int64_t expect = 1;
+  for (size_t d = b.sizes.size(); d-- > 0;) {
+    const int64_t size = t.size(int64_t(d)), stride = eval(b.strides[d], env);
+    if (size != 1 && stride != t.stride(int64_t(d))) same = false;
+    if (size != 1 && stride != expect) contiguous_expected = false;
+    expect *= size;
+  }
+  if (same || t.numel() == 0) return t;
+  KILN_CHECK(contiguous_expected, "inductor: ", b.name, " has strides ", shape_str(t.strides()),
+             "; the compiled graph expects ", shape_str(b.strides));
+  return t.contiguous();
+}
+
+struct Step {
+  int node = -1;
+  int kernel = -1;                   // launches: index into kernels
+  std::vector<KernelArg> args;       // launches
+  ExprPtr grid;                      // launches
+  std::vector<const graph::Value*> in_values;  // externs: per tensor argument, its value...
+  std::vector<int> release;          // buffers dead after this step
+};
+
+// Compiled translation units by source, so a graph compiled again (a recompile, another test)
+// loads the library it already has.
+std::vector<tile::cpu::Kernel> compile_cached(std::vector<tile::Program> programs, const std::string& source) {
+  static std::mutex mu;
+  static std::map<std::string, std::vector<tile::cpu::Kernel>> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache.find(source);
+  if (it != cache.end()) return it->second;
+  std::vector<tile::cpu::Kernel> ks = tile::cpu::compile_group(std::move(programs));
+  cache[source] = ks;
+  return ks;
+}
+
+class Plan {
+ public:
+  explicit Plan(Program p) : p_(std::move(p)) {}
+
+  Compiled build() {
+    Compiled c;
+    std::vector<tile::Program> programs;
+    std::vector<GeneratedKernel> gen;
+    for (size_t i = 0; i < p_.nodes.size(); ++i) {
+      const Node& n = p_.nodes[i];
+      Step s;
+      s.node = int(i);
+      if (n.kind == NodeKind::Extern) {
+        for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
+      } else {
+        GeneratedKernel k = emit_tile(p_, n);
+        s.kernel = int(programs.size());
+        s.args = k.args;
+        s.grid = k.grid;
+        c.kernels.push_back(tile::print(k.program));
+        programs.push_back(std::move(k.program));
+      }
+      steps_.push_back(std::move(s));
+    }
+    for (const auto& [step, bufs] : release_points(p_)) steps_[size_t(step)].release = bufs;
+    std::vector<const tile::Program*> ptrs;
+    for (const tile::Program& pr : programs) ptrs.push_back(&pr);
+    if (!programs.empty()) {
+      c.source = tile::cpu::translation_unit(ptrs);
+      KILN_LOG(output_code) << "inductor: " << programs.size() << " kernel(s)\n" << c.source;
+      kernels_ = compile_cached(std::move(programs), c.source);
+    }
+    return c;
+  }
+
+  std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
+    const graph::Graph& g = *p_.graph;
+    KILN_CHECK(inputs.size() == g.inputs().size(), "inductor: the compiled graph takes ", g.inputs().size(),
+               " inputs, got ", inputs.size());
+    SymEnv env;
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      const graph::Value* v = g.inputs()[i];
+      KILN_CHECK(inputs[i].defined(), "inductor: input ", i, " is undefined");
+      for (size_t d = 0; d < v->spec.sizes.size() && d < size_t(inputs[i].dim()); ++d) {
+        const SymInt& s = v->spec.sizes[d];
+        if (s.is_symbolic() && s.expr()->kind == sym::Kind::Symbol) env[s.expr()->name] = inputs[i].size(int64_t(d));
+      }
+    }
+    std::vector<Tensor> bufs(p_.buffers.size());
+    for (size_t b = 0; b < p_.buffers.size(); ++b) {
+      const Buffer& buf = p_.buffers[b];
+      if (buf.kind == BufferKind::Input) bufs[b] = conform(inputs[size_t(buf.input)], buf, env);
+      if (buf.kind == BufferKind::Constant) bufs[b] = buf.literal;
+    }
+    NoGradGuard no_grad;
+    std::vector<tile::cpu::Arg> args;
+    for (const Step& s : steps_) {
+      const Node& n = p_.nodes[size_t(s.node)];
+      if (s.kernel >= 0) {
+        int64_t numel = 0;
+        for (int o : n.outputs) {
+          const Buffer& out = p_.buffers[size_t(o)];
+          SymShape sizes;
+          for (const SymInt& d : out.sizes) sizes.push_back(eval(d, env));
+          bufs[size_t(o)] = empty(sizes, out.dtype);
+          numel = bufs[size_t(o)].numel();
+        }
+        const int64_t grid = sym::evaluate(s.grid, env);
+        if (grid > 0 && numel > 0) {
+          args.clear();
+          for (const KernelArg& a : s.args) {
+            if (a.buffer >= 0) args.emplace_back(bufs[size_t(a.buffer)]);
+            else args.emplace_back(sym::evaluate(a.size, env));
+          }
+          kernels_[size_t(s.kernel)].launch(tile::cpu::Grid(grid), std::span<const tile::cpu::Arg>(args));
+        }
+      } else {
+        auto tensor_of = [&](const graph::Value* v) -> Tensor {
+          for (size_t i = 0; i < s.in_values.size(); ++i)
+            if (s.in_values[i] == v) return bufs[size_t(n.inputs[i])];
+          detail::fail("internal: inductor: an extern's argument has no buffer");
+        };
+        std::vector<ops::Arg> a;
+        for (const graph::NodeArg& na : n.call->args) a.push_back(concrete_arg(graph::box_arg(na, tensor_of), env));
+        std::vector<Tensor> outs = ops::call(n.call->op, std::move(a));
+        KILN_CHECK(outs.size() == n.outputs.size(), "internal: inductor: ", n.call->name(), " returned ", outs.size(),
+                   " tensors, the plan expects ", n.outputs.size());
+        for (size_t k = 0; k < outs.size(); ++k)
+          bufs[size_t(n.outputs[k])] = conform(std::move(outs[k]), p_.buffers[size_t(n.outputs[k])], env);
+      }
+      for (int b : s.release) bufs[size_t(b)] = Tensor();
+    }
+    std::vector<Tensor> result;
+    for (int b : p_.outputs) result.push_back(bufs[size_t(b)]);
+    return result;
+  }
+
+  const Program& program() const { return p_; }
+
+ private:
+  Program p_;
+  std::vector<Step> steps_;
+  std::vector<tile::cpu::Kernel> kernels_;
+};
+
+}  // namespace
+
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
+  auto plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
+  Compiled c = plan->build();
+  c.run = [plan](const std::vector<Tensor>& inputs) { return (*plan)(inputs); };
+  return c;
+}
+
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_graph_verbose(std::move(g)).run; }
+
+}  // namespace kiln::inductor
