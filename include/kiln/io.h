@@ -16,9 +16,11 @@ using MetadataMap = std::map<std::string, std::string>;
 // in the same directory is renamed over `path`.
 void save_safetensors(const TensorMap& tensors, const std::string& path, const MetadataMap& metadata = {},
                       SourceLoc loc = SourceLoc::current());
-// Loads every tensor of the file. The file is memory-mapped: tensors read the mapping directly
-// (copy-on-write, so writing to them never changes the file) and keep it alive.
-TensorMap load_safetensors(const std::string& path, MetadataMap* metadata = nullptr,
+// Loads every tensor of the file into memory of its own (the file can change or go afterwards).
+// mmap=true maps the file instead: tensors read the mapping directly (copy-on-write, so writing
+// to them never changes the file) and keep it alive; faster for big files, but if another
+// writer truncates the file while it is mapped, touching a tensor kills the process (SIGBUS).
+TensorMap load_safetensors(const std::string& path, MetadataMap* metadata = nullptr, bool mmap = false,
                            SourceLoc loc = SourceLoc::current());
 
 }  // namespace kiln

@@ -119,17 +119,17 @@ void bind_runtime(nb::module_& m) {
     save_safetensors(map, path, meta);
   }, nb::arg("tensors"), nb::arg("path"), nb::arg("metadata").none() = nb::none(),
      "Writes a dict of tensors to a safetensors file (atomically).");
-  m.def("load", [](const std::string& path, bool with_metadata) -> nb::object {
+  m.def("load", [](const std::string& path, bool with_metadata, bool mmap) -> nb::object {
     MetadataMap meta;
-    TensorMap map = load_safetensors(path, &meta);
+    TensorMap map = load_safetensors(path, &meta, mmap);
     nb::dict d;
     for (auto& [k, v] : map) d[k.c_str()] = nb::cast(v);
     if (!with_metadata) return d;
     nb::dict md;
     for (auto& [k, v] : meta) md[k.c_str()] = v;
     return nb::make_tuple(d, md);
-  }, nb::arg("path"), nb::arg("with_metadata") = false,
-     "Reads every tensor of a safetensors file into a dict (memory-mapped, copy-on-write).");
+  }, nb::arg("path"), nb::arg("with_metadata") = false, nb::kw_only(), nb::arg("mmap") = false,
+     "Reads every tensor of a safetensors file into a dict (copied; mmap=True maps the file instead).");
 }
 
 }  // namespace kiln::py

@@ -97,7 +97,15 @@ struct DataShape {
   bool any_float = false, any_int = false, any_bool = false;
 };
 
+// Deeper nesting is refused (ValueError, as PyTorch's "too many dimensions"): scan recurses on
+// the C stack, and a list nested 1e5 deep would overflow it.
+constexpr size_t kMaxNesting = 128;
+
 void scan(nb::handle h, size_t depth, DataShape& s) {
+  if (depth > kMaxNesting)
+    throw nb::value_error(("tensor(): the data is nested more than " + std::to_string(kMaxNesting) +
+                           " levels deep (too many dimensions)")
+                              .c_str());
   if (PyList_Check(h.ptr()) || PyTuple_Check(h.ptr()) || as_tensor(h)) {
     if (const Tensor* t = as_tensor(h)) {
       KILN_CHECK(t->dim() == 0, "tensor(): nested tensors must be 0-d (got ", t->dim(), "-d); use kiln.stack");

@@ -8,7 +8,10 @@
 namespace kiln {
 
 namespace autograd {
-void AutogradMetaDeleter::operator()(AutogradMeta* m) const { delete m; }
+void AutogradMetaDeleter::operator()(AutogradMeta* m) const {
+  if (m->grad_fn) release_node(std::move(m->grad_fn));  // a long history is freed without recursion
+  delete m;
+}
 
 namespace {
 [[maybe_unused]] const bool hooks_installed = ops::set_autograd_hooks(ops::AutogradHooks{

@@ -25,6 +25,28 @@ bool stale_view(const AutogradMeta& m, const Tensor& t) {
 }
 }  // namespace
 
+void release_node(std::shared_ptr<Node>&& n) {
+  thread_local std::vector<std::shared_ptr<Node>>* pending = nullptr;
+  if (!n) return;
+  if (pending) {  // inside a release: the outermost call frees it
+    pending->push_back(std::move(n));
+    return;
+  }
+  std::vector<std::shared_ptr<Node>> list;
+  list.push_back(std::move(n));
+  pending = &list;
+  while (!list.empty()) {
+    std::shared_ptr<Node> last = std::move(list.back());
+    list.pop_back();
+    last.reset();  // its destructor hands the nodes behind it to `list`
+  }
+  pending = nullptr;
+}
+
+Node::~Node() {
+  for (Edge& e : next) release_node(std::move(e.fn));
+}
+
 bool requires_grad(const Tensor& t) {
   if (!t.defined()) return false;
   const auto& m = t.impl()->autograd;
@@ -194,6 +216,7 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
   node->pre_hooks.resize(outs.size());
   for (size_t i = 0; i < outs.size(); ++i) {
     node->outputs.push_back(outs[i].detach());
+    node->output_versions.push_back(outs[i].impl()->storage->version);
     if (!is_floating(outs[i].dtype())) continue;
     AutogradMeta& m = outs[i].impl()->autograd_meta();
     m.grad_fn = node;
@@ -248,7 +271,8 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
       m.grad_fn = shared_from_this();
       m.output_nr = uint32_t(i);
     }
-  ops::GradCtx ctx{saved, inputs, outs, grads, input_needs_grad};
+  ops::GradCtx ctx{saved, inputs, ops::SavedOutputs(outs, values_used ? &output_versions : nullptr, saved.op), grads,
+                   input_needs_grad};
   std::vector<Tensor> result = info.derivative(ctx);
   result.resize(inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -264,13 +288,28 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
   return result;
 }
 
+namespace {
+// Runs a gradient hook: what it returns replaces the gradient, and must be a gradient of the same
+// shape, dtype and device (PyTorch checks the same); nothing (undefined) keeps the gradient.
+Tensor run_hook(const Hook& h, const Tensor& g) {
+  Tensor r = h(g);
+  if (!r.defined()) return g;
+  const char* hint = "a hook returns nothing or a gradient like the one it was given";
+  KILN_CHECK_HINT(r.sym_sizes() == g.sym_sizes(), hint, "a gradient hook changed the shape of the gradient: it got ",
+                  shape_str(g.sym_sizes()), " and returned ", shape_str(r.sym_sizes()));
+  KILN_CHECK_HINT(r.dtype() == g.dtype(), hint, "a gradient hook changed the dtype of the gradient: it got ",
+                  name(g.dtype()), " and returned ", name(r.dtype()));
+  KILN_CHECK_HINT(r.device() == g.device(), hint, "a gradient hook moved the gradient from ", g.device().str(),
+                  " to ", r.device().str());
+  return r;
+}
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
   Tensor g = grads.at(0);
   AutogradMeta& m = var->autograd_meta();
-  for (const Hook& h : m.leaf_hooks) {
-    Tensor r = h(g);
-    if (r.defined()) g = r;
-  }
+  for (const Hook& h : m.leaf_hooks)
+    if (g.defined()) g = run_hook(h, g);
   if (!g.defined()) return {};
   if (!m.grad.defined()) {
     m.grad = is_grad_enabled() ? g : clone(g.detach());
@@ -291,8 +330,11 @@ void keep_private_copy(OpNode* node, const Tensor& t) {
     node->inputs[i] = copy;
     node->saved_versions[i] = copy.impl()->storage->version;
   }
-  for (Tensor& o : node->outputs)
-    if (o.shares_storage(t)) o = clone(o);
+  for (size_t i = 0; i < node->outputs.size(); ++i)
+    if (node->outputs[i].shares_storage(t)) {
+      node->outputs[i] = clone(node->outputs[i]);
+      node->output_versions[i] = node->outputs[i].impl()->storage->version;
+    }
 }
 OpNode* op_node_of(const Tensor& t) {
   const auto& m = t.impl()->autograd;
@@ -389,10 +431,7 @@ void run_backward(const TensorList& roots, const TensorList& grad_roots, bool re
     grads.resize(n->num_outputs);
     for (size_t i = 0; i < grads.size() && i < n->pre_hooks.size(); ++i)
       for (const Hook& h : n->pre_hooks[i])
-        if (grads[i].defined()) {
-          Tensor r = h(grads[i]);
-          if (r.defined()) grads[i] = r;
-        }
+        if (grads[i].defined()) grads[i] = run_hook(h, grads[i]);
     for (size_t k = 0; k < capture.size(); ++k)
       if (capture[k].fn.get() == n && grads[capture[k].input_nr].defined()) (*input_grads)[k] = grads[capture[k].input_nr];
     std::vector<Tensor> out;
@@ -468,9 +507,15 @@ Tensor Tensor::grad() const {
 
 void Tensor::set_grad(const Tensor& g) {
   if (autograd::trace_hooks().before_set_grad && !is_fake()) autograd::trace_hooks().before_set_grad(*this);
-  if (g.defined())
+  if (g.defined()) {
     KILN_CHECK(g.sym_sizes() == sym_sizes(), "set_grad: gradient of shape ", shape_str(g.sym_sizes()),
                " for a tensor of shape ", shape_str(sym_sizes()));
+    KILN_CHECK_HINT(g.dtype() == dtype(), "convert the gradient first, e.g. g.to(param.dtype)",
+                    "set_grad: a gradient of dtype ", name(g.dtype()), " for a tensor of dtype ", name(dtype()),
+                    " (a gradient has its tensor's dtype)");
+    KILN_CHECK_HINT(g.device() == device(), "move the gradient first, e.g. g.to(param.device)",
+                    "set_grad: a gradient on ", g.device().str(), " for a tensor on ", device().str());
+  }
   impl()->autograd_meta().grad = g;
 }
 

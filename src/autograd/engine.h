@@ -21,7 +21,7 @@ struct Edge {
 };
 
 struct Node : std::enable_shared_from_this<Node> {
-  virtual ~Node() = default;
+  virtual ~Node();  // frees the graph behind it iteratively (see release_node)
   // grads: one per output of the forward op (the node's inputs in the backward direction).
   virtual std::vector<Tensor> apply(std::vector<Tensor>&& grads) = 0;
   virtual std::string name() const = 0;
@@ -49,6 +49,7 @@ struct OpNode : Node {
   std::vector<Tensor> outputs;       // detached aliases of the forward outputs
   std::vector<bool> input_needs_grad;
   std::vector<uint64_t> saved_versions;  // storage versions of the inputs when saved
+  std::vector<uint64_t> output_versions;  // and of the outputs
   bool released = false;
   std::vector<Tensor> apply(std::vector<Tensor>&& grads) override;
   std::string name() const override;
@@ -67,6 +68,11 @@ struct AutogradMeta {
   uint64_t view_version = 0;  // the storage version its history is up to date with (a view's history goes stale
                               // when the storage is written through the base or another view)
 };
+
+// Drops one reference to a node. A graph is a chain of nodes (node -> edge -> node, or node ->
+// saved tensor -> its grad_fn): freeing it by recursion would overflow the C stack on a chain of
+// 1e5 ops, so nodes freed while another is being freed wait in a list that the outermost call empties.
+void release_node(std::shared_ptr<Node>&& n);
 
 bool any_requires_grad(const ops::Args& a);
 bool requires_grad(const Tensor& t);

@@ -23,8 +23,11 @@ std::shared_ptr<Storage> Storage::allocate(size_t nbytes, Device device) {
   s->nbytes = nbytes;
   s->device = device;
   if (nbytes > 0) {
-    s->data = dev.allocate(nbytes, device.index);
-    KILN_CHECK(s->data, "out of memory allocating ", nbytes, " bytes", device.is_cpu() ? "" : " on " + device.str());
+    // Sizes past PTRDIFF_MAX cannot be allocated (and would overflow the allocator's rounding).
+    if (nbytes <= size_t(PTRDIFF_MAX)) s->data = dev.allocate(nbytes, device.index);
+    KILN_CHECK_HINT(s->data, "use smaller tensors, or free memory (del tensors you no longer need)",
+                    "out of memory allocating ", nbytes, " bytes (", double(nbytes) / double(1 << 30), " GiB)",
+                    device.is_cpu() ? "" : " on " + device.str());
     s->owned = true;
   }
   return s;
@@ -43,9 +46,73 @@ TensorImpl::~TensorImpl() = default;
 
 int64_t numel_of(const Shape& sizes) {
   int64_t n = 1;
-  for (int64_t s : sizes) n *= s;
+  for (int64_t s : sizes)  // in order, as PyTorch: a later 0 does not excuse an overflow before it
+    KILN_CHECK_HINT(!__builtin_mul_overflow(n, s, &n), "no tensor can have that many elements",
+                    "shape ", shape_str(sizes), " has more elements than an int64 can count (numel overflows)");
   return n;
 }
+
+size_t nbytes_of(const Shape& sizes, DType dtype) {
+  int64_t bytes;
+  KILN_CHECK_HINT(!__builtin_mul_overflow(numel_of(sizes), int64_t(itemsize(dtype)), &bytes),
+                  "no tensor can have that many bytes", "shape ", shape_str(sizes), " of ", name(dtype),
+                  " needs more than ", INT64_MAX, " bytes (its byte size overflows)");
+  return size_t(bytes);
+}
+
+StorageExtent storage_extent(const Shape& sizes, const Shape& strides, int64_t offset) {
+  StorageExtent e{offset, offset};
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] == 0) return StorageExtent{0, -1};
+    int64_t reach;
+    KILN_CHECK(!__builtin_mul_overflow(sizes[d] - 1, strides[d], &reach) &&
+                   !__builtin_add_overflow(reach < 0 ? e.first : e.last, reach, reach < 0 ? &e.first : &e.last),
+               "sizes ", shape_str(sizes), " with strides ", shape_str(strides), " reach past what an int64 can address");
+  }
+  return e;
+}
+
+bool has_internal_overlap(const TensorImpl& t) {
+  if (t.sym) return false;
+  for (size_t d = 0; d < t.sizes.size(); ++d)
+    if (t.sizes[d] > 1 && t.strides[d] == 0) return true;
+  return false;
+}
+
+void check_bool_bytes(const TensorImpl& t, const char* source) {
+  if (t.dtype != kBool || t.storage->fake || !t.device().is_cpu()) return;
+  const int64_t n = t.numel();
+  const auto* base = reinterpret_cast<const uint8_t*>(t.data());
+  Shape index(t.sizes.size(), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t at = 0;
+    for (size_t d = 0; d < index.size(); ++d) at += index[d] * t.strides[d];
+    KILN_CHECK_HINT(base[at] <= 1, "make a proper bool array first, e.g. numpy: (a.view(numpy.uint8) != 0)",
+                    source, ": a bool tensor holds the byte ", int(base[at]), " at element ", i,
+                    "; bool elements must be the bytes 0 (false) or 1 (true)");
+    for (size_t d = index.size(); d-- > 0;) {  // the next index, row-major
+      if (++index[d] < t.sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+namespace {
+// Every view stays inside its storage (PyTorch's setStorage check): as_strided, and whatever else
+// makes a layout, can then never read or write out of bounds.
+void check_in_storage(const TensorImpl& t) {
+  const Storage& st = *t.storage;
+  if (st.fake || t.sym) return;
+  const StorageExtent e = storage_extent(t.sizes, t.strides, t.offset);
+  if (e.last < e.first) return;  // no elements
+  const int64_t item = int64_t(itemsize(t.dtype));
+  KILN_CHECK_HINT(e.first >= 0 && e.last < int64_t(st.nbytes) / item,
+                  "sizes, strides and offset must stay inside the storage",
+                  "a view with sizes ", shape_str(t.sizes), ", strides ", shape_str(t.strides), " and storage offset ",
+                  t.offset, " reaches elements [", e.first, ", ", e.last, "] of a storage of ",
+                  int64_t(st.nbytes) / item, " elements (", st.nbytes, " bytes) of ", name(t.dtype));
+}
+}  // namespace
 
 int64_t TensorImpl::numel() const { return numel_of(sizes); }
 
@@ -86,7 +153,8 @@ Shape contiguous_strides(const Shape& sizes) {
   int64_t s = 1;
   for (size_t i = sizes.size(); i-- > 0;) {
     st[i] = s;
-    s *= std::max<int64_t>(sizes[i], 1);
+    KILN_CHECK(!__builtin_mul_overflow(s, std::max<int64_t>(sizes[i], 1), &s), "the strides of shape ",
+               shape_str(sizes), " overflow an int64");
   }
   return st;
 }
@@ -107,7 +175,7 @@ Tensor finish_contiguous(std::shared_ptr<TensorImpl> impl, DType dtype, Device d
   for (int64_t s : impl->sizes) KILN_CHECK(s >= 0, "negative dimension in shape ", shape_str(impl->sizes));
   impl->strides = contiguous_strides(impl->sizes);
   impl->dtype = dtype;
-  impl->storage = Storage::allocate(size_t(numel_of(impl->sizes)) * itemsize(dtype), device);
+  impl->storage = Storage::allocate(nbytes_of(impl->sizes, dtype), device);
   return Tensor(std::move(impl));
 }
 }  // namespace
@@ -146,6 +214,7 @@ Tensor make_fake(const TensorSpec& spec) {
   auto impl = std::make_shared<TensorImpl>();
   set_layout(*impl, spec);
   impl->storage = Storage::make_fake(spec.device);
+  numel_of(impl->sizes);  // a fake tensor is checked as a real one would be
   return Tensor(std::move(impl));
 }
 
@@ -161,6 +230,8 @@ Tensor make_view(const Tensor& base, const TensorSpec& spec) {
   auto impl = std::make_shared<TensorImpl>();
   set_layout(*impl, spec);
   impl->storage = base.impl()->storage;
+  numel_of(impl->sizes);
+  check_in_storage(*impl);
   return Tensor(std::move(impl));
 }
 

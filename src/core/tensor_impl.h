@@ -85,7 +85,21 @@ void note_values_read(const TensorImpl* t);
 
 Shape contiguous_strides(const Shape& sizes);
 SymShape contiguous_strides(const SymShape& sizes);
+// Element and byte counts of a shape: a kiln::Error when they overflow, never a wrapped number.
 int64_t numel_of(const Shape& sizes);
+size_t nbytes_of(const Shape& sizes, DType dtype);
+// The lowest and highest element (from the storage's start) a layout reaches; last < first when it
+// has no elements. A kiln::Error when the arithmetic overflows.
+struct StorageExtent {
+  int64_t first, last;
+};
+StorageExtent storage_extent(const Shape& sizes, const Shape& strides, int64_t offset);
+// Whether two elements of t surely share memory (a dim of size > 1 with stride 0, as expand makes;
+// PyTorch's MemOverlap::Yes). Symbolic layouts answer false.
+bool has_internal_overlap(const TensorImpl& t);
+// A bool tensor over memory kiln did not write (NumPy, DLPack, a file) must hold bytes 0 and 1
+// only: other bytes would print and compute as 2, 255, ... A kiln::Error naming `source` otherwise.
+void check_bool_bytes(const TensorImpl& t, const char* source);
 
 // Fresh tensors: contiguous, uninitialized.
 Tensor make_tensor(const Shape& sizes, DType dtype, Device device = kCPU);

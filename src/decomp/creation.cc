@@ -57,11 +57,21 @@ KILN_DECOMP(arange) {
   KILN_CHECK(step.to_double() != 0, "arange: step must be nonzero");
   const bool any_float = start.is_float() || end.is_float() || step.is_float();
   DType dt = a.opt_dtype(3).value_or(any_float ? default_float_dtype() : kInt64);
-  const double n = std::ceil((end.to_double() - start.to_double()) / step.to_double());
   // The sign test, not n >= 0: ceil rounds a small wrong-way range (arange(-0.5)) up to 0.
   const bool toward = step.to_double() > 0 ? end.to_double() >= start.to_double() : end.to_double() <= start.to_double();
   KILN_CHECK_HINT(toward, "the sign of step must take start towards end", "arange: upper bound and larger bound inconsistent with step sign (start ",
                   start, ", end ", end, ", step ", step, ")");
+  // The length as PyTorch computes it: exact for integers (in double, arange(2**62, 2**62 + 5)
+  // would be empty), in double otherwise.
+  double n;
+  if (!any_float) {
+    const __int128 span = __int128(end.to_int()) - start.to_int(), st = step.to_int();
+    n = double(span / st + (span % st != 0));
+  } else {
+    n = std::ceil((end.to_double() - start.to_double()) / step.to_double());
+  }
+  KILN_CHECK_HINT(std::isfinite(n) && n < 0x1p63, "give a finite range", "arange: the range from ", start, " to ", end,
+                  " in steps of ", step, " has too many elements (", n, ")");
   return {iota(int64_t(n), start, step, dt, a.opt_device(4))};
 }
 

@@ -15,9 +15,11 @@ Tensor num(Scalar s) { return ops::scalar_to_tensor(s); }
 // Gradient 1 on [lo, hi] inclusive (PyTorch's clamp_backward); NaN propagates; lo > hi gives hi.
 Tensor clamp_impl(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   KILN_CHECK_HINT(lo || hi, "pass min, max or both", "clamp: at least one of min and max must be given");
+  // A NaN bound makes every element NaN, as in PyTorch (no comparison with NaN is ever true).
+  auto is_nan = [](const Scalar& s) { return s.is_float() && std::isnan(s.to_double()); };
   Tensor y = x;
-  if (lo) y = where(lt(y, num(*lo)), num(*lo), y);
-  if (hi) y = where(gt(y, num(*hi)), num(*hi), y);
+  if (lo) y = where(is_nan(*lo) ? num(true) : lt(y, num(*lo)), num(*lo), y);
+  if (hi) y = where(is_nan(*hi) ? num(true) : gt(y, num(*hi)), num(*hi), y);
   return y;
 }
 KILN_DECOMP(clamp) { return {clamp_impl(a.tensor(0), a.opt_scalar(1), a.opt_scalar(2))}; }

@@ -19,14 +19,20 @@ SymInt reduced_count(const Tensor& x, const std::optional<std::vector<int64_t>>&
   return n;
 }
 
+// float16 and bfloat16 are reduced in float32 and the result rounded once, as PyTorch's kernels
+// accumulate: in their own range a sum (or the element count) overflows, in their own precision
+// it stalls.
+DType compute_dtype(DType t) { return t == kFloat16 || t == kBFloat16 ? kFloat32 : t; }
+Tensor as_dtype(const Tensor& t, DType dt) { return t.dtype() == dt ? t : convert_element_type(t, dt); }
+
 KILN_DECOMP(mean) {
   const Tensor& x = a.tensor(0);
   auto dt = a.opt_dtype(3);
   DType out_dt = dt.value_or(x.dtype());
   KILN_CHECK_HINT(is_floating(out_dt), "convert it first, e.g. x.to(kFloat32), or pass dtype=",
                   "mean(): could not infer output dtype; the input dtype must be floating point, got ", name(out_dt));
-  Tensor s = sum(x, a.opt_ints(1) ? IntList(*a.opt_ints(1)) : IntList(std::nullopt), a.b(2), out_dt);
-  return {div(s, ops::scalar_to_tensor(Scalar(reduced_count(x, a.opt_ints(1)).hint())))};
+  Tensor s = sum(x, a.opt_ints(1) ? IntList(*a.opt_ints(1)) : IntList(std::nullopt), a.b(2), compute_dtype(out_dt));
+  return {as_dtype(div(s, ops::scalar_to_tensor(Scalar(reduced_count(x, a.opt_ints(1)).hint()))), out_dt)};
 }
 
 // all / any: dim=None reduces every dim, an empty dim list none (each element's truth), as in
@@ -79,10 +85,11 @@ void check_floating(const Tensor& x, const char* op) {
                   ": only supports floating point dtypes, got ", name(x.dtype()));
 }
 
-// (var, mean) with `correction` (default 1): sum((x - mean)^2) / max(0, N - correction).
+// (var, mean) with `correction` (default 1): sum((x - mean)^2) / max(0, N - correction), in the
+// input's compute dtype.
 std::vector<Tensor> var_and_mean(const Args& a, const char* op) {
-  const Tensor& x = a.tensor(0);
-  check_floating(x, op);
+  check_floating(a.tensor(0), op);
+  const Tensor x = as_dtype(a.tensor(0), compute_dtype(a.tensor(0).dtype()));
   IntList dims = dims_arg(a, 1);
   const double corr = a.opt_f64(2).value_or(1.0);
   const bool keepdim = a.b(3);
@@ -93,46 +100,56 @@ std::vector<Tensor> var_and_mean(const Args& a, const char* op) {
   Tensor v = div(ss, num(std::max(0.0, n - corr)));
   return {v, keepdim ? m : mean(x, dims, false)};
 }
-KILN_DECOMP(var) { return {var_and_mean(a, "var")[0]}; }
-KILN_DECOMP(std) { return {zero_safe_pow(var_and_mean(a, "std")[0], 0.5)}; }
-KILN_DECOMP(var_mean) { return var_and_mean(a, "var_mean"); }
+KILN_DECOMP(var) { return {as_dtype(var_and_mean(a, "var")[0], a.tensor(0).dtype())}; }
+KILN_DECOMP(std) { return {as_dtype(zero_safe_pow(var_and_mean(a, "std")[0], 0.5), a.tensor(0).dtype())}; }
+KILN_DECOMP(var_mean) {
+  std::vector<Tensor> vm = var_and_mean(a, "var_mean");
+  return {as_dtype(vm[0], a.tensor(0).dtype()), as_dtype(vm[1], a.tensor(0).dtype())};
+}
 
 // ---------------------------------------------------------------- norm
+Tensor norm_impl(const Args& a, const Tensor& x);
 KILN_DECOMP(norm) {
-  const Tensor& x = a.tensor(0);
-  check_floating(x, "norm");
+  check_floating(a.tensor(0), "norm");
+  const DType dt = a.tensor(0).dtype();
+  return {as_dtype(norm_impl(a, as_dtype(a.tensor(0), compute_dtype(dt))), dt)};
+}
+Tensor norm_impl(const Args& a, const Tensor& x) {
   const double p = a.opt_scalar(1) ? a.opt_scalar(1)->to_double() : 2.0;
   IntList dims = dims_arg(a, 2);
   const bool keepdim = a.b(3);
   Tensor ax = abs(x);
-  if (p == 2) return {zero_safe_pow(sum(mul(x, x), dims, keepdim), 0.5)};
-  if (p == 1) return {sum(ax, dims, keepdim)};
+  if (p == 2) return zero_safe_pow(sum(mul(x, x), dims, keepdim), 0.5);
+  if (p == 1) return sum(ax, dims, keepdim);
   if (std::isinf(p)) {
     // max/min of |x|; an empty reduction is 0 for inf, like PyTorch's vector_norm.
-    return {p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim)};
+    return p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim);
   }
-  if (p == 0) return {sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim)};
+  if (p == 0) return sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim);
   // |x|^p for 0 < p < 1 has an infinite slope at 0: zero elements get a 0 gradient (PyTorch's).
   Tensor powered = p > 0 ? zero_safe_pow(ax, p) : pow(ax, num(p));
   Tensor total = sum(powered, dims, keepdim);
-  return {p > 0 ? zero_safe_pow(total, 1.0 / p) : pow(total, num(1.0 / p))};
+  return p > 0 ? zero_safe_pow(total, 1.0 / p) : pow(total, num(1.0 / p));
 }
 
 // ---------------------------------------------------------------- logsumexp
+Tensor logsumexp_impl(const Args& a, Tensor x);
 KILN_DECOMP(logsumexp) {
-  Tensor x = a.tensor(0);
-  if (!is_floating(x.dtype())) x = convert_element_type(x, default_float_dtype());
+  const DType in = a.tensor(0).dtype(), dt = is_floating(in) ? in : default_float_dtype();
+  return {as_dtype(logsumexp_impl(a, as_dtype(a.tensor(0), compute_dtype(dt))), dt)};
+}
+Tensor logsumexp_impl(const Args& a, Tensor x) {
   IntList dims = IntList(a.ints(1));
   const bool keepdim = a.b(2);
-  if (x.numel() == 0) return {log(sum(exp(x), dims, keepdim))};  // -inf, no max to take
+  if (x.numel() == 0) return log(sum(exp(x), dims, keepdim));  // -inf, no max to take
   // Shift by the max for stability; an infinite max (all -inf, or +inf) is replaced by 0 so
   // that -inf rows give log(0) = -inf and +inf rows give +inf instead of NaN.
   Tensor m = amax(x, dims, true);
   m = where(isinf(m), num(0), m);
   Tensor r = add(log(sum(exp(sub(x, m)), dims, true)), m);
-  if (keepdim) return {r};
+  if (keepdim) return r;
   std::vector<int64_t> all = ops::wrap_dims(a.ints(1).empty() ? std::nullopt : std::optional(a.ints(1)), x.dim());
-  return {all.empty() ? r : squeeze(r, all)};
+  return all.empty() ? r : squeeze(r, all);
 }
 
 // ---------------------------------------------------------------- count_nonzero

@@ -7,10 +7,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -100,40 +102,81 @@ void save_safetensors(const TensorMap& tensors, const std::string& path, const M
   }
 }
 
-TensorMap load_safetensors(const std::string& path, MetadataMap* metadata, SourceLoc loc) {
+namespace {
+// Reads exactly n bytes at `offset`; false when the file ends first (truncated meanwhile).
+bool read_at(int fd, void* dst, size_t n, uint64_t offset) {
+  auto* p = static_cast<char*>(dst);
+  while (n > 0) {
+    const ssize_t got = ::pread(fd, p, n, off_t(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got, n -= size_t(got), offset += uint64_t(got);
+  }
+  return true;
+}
+
+// nlohmann's messages quote the offending bytes, which may not be UTF-8 (and then cannot become
+// a Python string): anything outside printable ASCII is shown as \xNN.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (unsigned char c : s) {
+    if (c >= 0x20 && c < 0x7f) out += char(c);
+    else out += detail::cat("\\x", "0123456789abcdef"[c >> 4], "0123456789abcdef"[c & 15]);
+  }
+  return out;
+}
+
+struct File {
+  int fd = -1;
+  ~File() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+}  // namespace
+
+TensorMap load_safetensors(const std::string& path, MetadataMap* metadata, bool mmap, SourceLoc loc) {
   ops::CallSite site(loc);
   const std::string where = "load_safetensors(" + path + "): ";
-  auto map = std::make_shared<Mapping>();
-  {
-    int fd = ::open(path.c_str(), O_RDONLY);
-    KILN_CHECK_HINT(fd >= 0, "check the path", where, "cannot open the file");
-    struct stat st;
-    if (::fstat(fd, &st) != 0) {
-      ::close(fd);
-      detail::fail(where + "cannot stat the file");
-    }
-    map->size = size_t(st.st_size);
-    if (map->size >= 8) map->addr = ::mmap(nullptr, map->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
-    ::close(fd);
-  }
-  KILN_CHECK(map->size >= 8, where, "the file is ", map->size, " bytes: too short for the 8-byte header length");
-  KILN_CHECK(map->addr != MAP_FAILED, where, "cannot map the file");
-  const unsigned char* bytes = static_cast<const unsigned char*>(map->addr);
+  File file;
+  file.fd = ::open(path.c_str(), O_RDONLY);
+  KILN_CHECK_HINT(file.fd >= 0, "check the path", where, "cannot open the file");
+  struct stat st;
+  KILN_CHECK(::fstat(file.fd, &st) == 0, where, "cannot stat the file");
+  const uint64_t size = uint64_t(st.st_size);
+  KILN_CHECK(size >= 8, where, "the file is ", size, " bytes: too short for the 8-byte header length");
+  unsigned char len[8];
+  KILN_CHECK(read_at(file.fd, len, 8, 0), where, "cannot read the header length");
   uint64_t n = 0;
-  for (int i = 0; i < 8; ++i) n |= uint64_t(bytes[i]) << (8 * i);
+  for (int i = 0; i < 8; ++i) n |= uint64_t(len[i]) << (8 * i);
   KILN_CHECK(n <= kMaxHeader, where, "header length ", n, " exceeds the limit of ", kMaxHeader, " bytes");
-  KILN_CHECK(n <= map->size - 8, where, "header length ", n, " runs past the end of the file (", map->size,
+  KILN_CHECK(n <= size - 8, where, "header length ", n, " runs past the end of the file (", size,
              " bytes): the file is truncated or corrupt");
-  KILN_CHECK(n > 0 && bytes[8] == '{', where, "the header does not start with '{'");
+  std::string text(n, '\0');
+  KILN_CHECK(read_at(file.fd, text.data(), n, 8), where, "cannot read the header (the file shrank?)");
+  KILN_CHECK(n > 0 && text[0] == '{', where, "the header does not start with '{'");
+  // The format pads the header with spaces; NUL bytes (which a JSON parser may take as its end)
+  // are not part of it.
+  KILN_CHECK(text.find('\0') == std::string::npos, where, "the header contains a NUL byte at offset ",
+             text.find('\0'), " (it may be padded with spaces only)");
   json header;
+  std::string repeated;  // a key given twice in one object (a tensor named twice): JSON keeps one
   try {
-    header = json::parse(bytes + 8, bytes + 8 + n);
+    std::vector<std::set<std::string>> keys;  // of each object being parsed
+    header = json::parse(text, [&](int, json::parse_event_t event, json& parsed) {
+      if (event == json::parse_event_t::object_start) keys.emplace_back();
+      else if (event == json::parse_event_t::object_end) keys.pop_back();
+      else if (event == json::parse_event_t::key && !keys.back().insert(parsed.get<std::string>()).second &&
+               repeated.empty())
+        repeated = parsed.get<std::string>();
+      return true;
+    });
   } catch (const json::exception& e) {
-    detail::fail(where + "the header is not valid JSON: " + e.what());
+    detail::fail(where + "the header is not valid JSON: " + printable(e.what()));
   }
   KILN_CHECK(header.is_object(), where, "the header is not a JSON object");
-  const uint64_t data_size = map->size - 8 - n;
-  char* data = reinterpret_cast<char*>(map->addr) + 8 + n;
+  KILN_CHECK(repeated.empty(), where, "the header names '", printable(repeated), "' more than once");
+  const uint64_t data_size = size - 8 - n;
+  const uint64_t data_start = 8 + n;
 
   struct Entry {
     std::string name;
@@ -192,15 +235,34 @@ TensorMap load_safetensors(const std::string& path, MetadataMap* metadata, Sourc
   KILN_CHECK(pos == data_size, where, "the data section has ", data_size - pos, " trailing bytes no tensor uses");
 
   TensorMap out;
+  if (!mmap) {  // the default: every tensor owns its memory, whatever later happens to the file
+    for (const Entry& e : entries) {
+      Tensor t = make_tensor(e.shape, e.dtype);
+      KILN_CHECK(read_at(file.fd, t.data_ptr(), e.end - e.begin, data_start + e.begin), where, "cannot read tensor '",
+                 e.name, "': the file ends early (truncated while loading?)");
+      check_bool_bytes(*t.impl(), ("load_safetensors(" + path + ")").c_str());
+      out[e.name] = t;
+    }
+    return out;
+  }
+  // mmap=true: tensors read the mapping directly (copy-on-write: writing to them never changes the
+  // file). Faster to open and shares pages, but a file truncated meanwhile by another writer
+  // kills the process with SIGBUS on access (docs/python-api.md).
+  auto map = std::make_shared<Mapping>();
+  map->size = size_t(size);
+  map->addr = ::mmap(nullptr, map->size, PROT_READ | PROT_WRITE, MAP_PRIVATE, file.fd, 0);
+  KILN_CHECK(map->addr != MAP_FAILED, where, "cannot map the file");
+  char* data = reinterpret_cast<char*>(map->addr) + data_start;
   for (const Entry& e : entries) {
     char* p = data + e.begin;
     if (reinterpret_cast<uintptr_t>(p) % itemsize(e.dtype) != 0) {  // misaligned: copy the bytes once
       Tensor t = make_tensor(e.shape, e.dtype);
       if (e.end > e.begin) std::memcpy(t.data_ptr(), p, e.end - e.begin);
+      check_bool_bytes(*t.impl(), ("load_safetensors(" + path + ")").c_str());
       out[e.name] = t;
       continue;
     }
-    Tensor t = from_blob(p, e.shape, e.dtype);
+    Tensor t = from_blob(p, e.shape, e.dtype);  // checks bool bytes
     t.impl()->storage->owner = map;  // the tensor keeps the mapping alive
     out[e.name] = t;
   }

@@ -98,6 +98,16 @@ Device device_off_cpu(const Args& a) {
                    : std::string("no device backend for ") + name(dev.type) + " is registered in this build");
 }
 
+// An in-place write must not store several values into one memory location (x.expand(3).add_(1)):
+// the result would depend on the loop order. A fill (one value, as fill_ and zero_ write) is fine.
+void check_writable(const Tensor& self, const Tensor& src) {
+  if (src.dim() == 0 || !has_internal_overlap(*self.impl())) return;
+  detail::fail(detail::cat("unsupported operation: more than one element of the written-to tensor (sizes ",
+                           shape_str(self.impl()->sizes), ", strides ", shape_str(self.impl()->strides),
+                           ") refers to a single memory location"),
+               "clone() the tensor before performing the operation");
+}
+
 // The bytes a tensor's elements span, from its first element (strides are never negative).
 size_t span_bytes(const Tensor& t) {
   if (t.numel() == 0) return 0;
@@ -133,6 +143,18 @@ std::vector<Tensor> copy_between_devices(const Tensor& dst, const Tensor& src) {
   return {dst};
 }
 }  // namespace
+
+const Tensor& SavedOutputs::operator[](size_t i) const {
+  const Tensor& t = v.at(i);
+  if (versions && t.defined())
+    KILN_CHECK_HINT(t.impl()->storage->version == versions->at(i),
+                    "clone() the result before modifying it in place (also through a detach()ed alias), or "
+                    "modify it after backward()",
+                    "one of the tensors needed to compute the gradient of ", op_info(op).name,
+                    "Backward has been modified by an in-place operation (output ", i, " of ", op_info(op).name,
+                    " is at version ", t.impl()->storage->version, "; expected version ", versions->at(i), ")");
+  return t;
+}
 
 bool set_autograd_hooks(const AutogradHooks& hooks) {
   KILN_CHECK(hooks.any_requires_grad && hooks.call_with_grad && hooks.before_inplace_write && hooks.note_view &&
@@ -193,6 +215,7 @@ std::vector<Tensor> call(OpId op, std::vector<Arg> args) {
   Args a{op, std::move(args)};
   try {
     if (autocast_dtype()) apply_autocast(a);
+    if (op_info(op).flags & MUTATES) check_writable(a.tensor(0), a.tensor(1));
     if (t_mode) {
       if (auto r = t_mode->intercept(a)) return std::move(*r);
     }

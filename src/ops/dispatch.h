@@ -88,10 +88,24 @@ using DecompFn = std::vector<Tensor> (*)(const Args& a);
 // it is always defined (zeros where nothing flowed back). It returns one gradient per entry of
 // inputs (= args.tensor_inputs()), undefined where none is needed or the input is not
 // differentiable; needs(i) says which inputs want one.
+// The forward outputs a formula reads. With `versions` (eager backward), reading one checks that
+// its storage was not written since the forward ran, e.g. through a detach()ed alias: the formula
+// would read the new values (PyTorch's saved-variable version check).
+struct SavedOutputs {
+  const std::vector<Tensor>& v;
+  const std::vector<uint64_t>* versions = nullptr;
+  OpId op{};
+  SavedOutputs(const std::vector<Tensor>& v) : v(v) {}
+  SavedOutputs(const std::vector<Tensor>& v, const std::vector<uint64_t>* versions, OpId op)
+      : v(v), versions(versions), op(op) {}
+  const Tensor& operator[](size_t i) const;
+  size_t size() const { return v.size(); }
+};
+
 struct GradCtx {
   const Args& args;
   const std::vector<Tensor>& inputs;
-  const std::vector<Tensor>& outputs;
+  SavedOutputs outputs;
   const std::vector<Tensor>& grads;
   std::vector<bool> needs_grad;
   bool needs(size_t i) const { return i < needs_grad.size() && needs_grad[i]; }

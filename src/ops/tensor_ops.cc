@@ -103,9 +103,15 @@ Tensor from_blob(void* data, const Shape& sizes, DType dtype, const Shape& strid
   impl->sizes = sizes;
   impl->strides = strides.empty() ? contiguous_strides(sizes) : strides;
   impl->dtype = dtype;
-  impl->storage = std::make_shared<Storage>();
-  impl->storage->data = data;
-  impl->storage->nbytes = 0;  // borrowed: size unknown, never freed
+  impl->storage = std::make_shared<Storage>();  // borrowed: never freed here
+  // The storage is the memory the layout spans, from its lowest element (negative strides, as in
+  // a reversed NumPy array, reach below `data`): views of it are checked against that extent.
+  const StorageExtent e = storage_extent(impl->sizes, impl->strides, 0);
+  const int64_t item = int64_t(itemsize(dtype));
+  impl->storage->data = e.last < e.first ? data : static_cast<char*>(data) + e.first * item;
+  impl->storage->nbytes = e.last < e.first ? 0 : size_t(e.last - e.first + 1) * size_t(item);
+  impl->offset = e.last < e.first ? 0 : -e.first;
+  check_bool_bytes(*impl, "from_blob (memory shared with NumPy, DLPack or a file)");
   return Tensor(std::move(impl));
 }
 

@@ -15,7 +15,7 @@ Tensor scatter_back(const ops::GradCtx& g, int64_t dim_arg) {
 
 KILN_DERIVATIVE(sort) { return {scatter_back(g, g.args.i64(1))}; }
 KILN_DERIVATIVE(topk) {
-  if (g.inputs[0].dim() == 0 && g.outputs[0].numel() == 0) return {zeros_like(g.inputs[0])};
+  if (g.inputs[0].dim() == 0 && g.grads[0].numel() == 0) return {zeros_like(g.inputs[0])};
   return {scatter_back(g, g.args.i64(2))};
 }
 

@@ -5,7 +5,9 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <unistd.h>
 
+#include "core/tensor_impl.h"
 #include "support/test_util.h"
 
 using namespace kiln;
@@ -140,5 +142,56 @@ TEST(Safetensors, WriterKeepsEveryTensorAligned) {
   save_safetensors({{"a_byte", zeros({3}, kUInt8)}, {"b_double", zeros({2}, kFloat64)}, {"c_half", zeros({3}, kFloat16)}}, path);
   for (auto& [k, t] : load_safetensors(path))
     EXPECT_EQ(reinterpret_cast<uintptr_t>(t.data_ptr()) % t.element_size(), 0u) << k;
+  std::remove(path.c_str());
+}
+
+TEST(Safetensors, HeadersTheFormatForbidsAreRejected) {
+  const std::string f32(4, '\0');
+  const std::string one = R"("x":{"dtype":"F32","shape":[1],"data_offsets":[0,4]})";
+  struct Case {
+    const char* what;
+    std::string header, data, error;
+  } cases[] = {
+      // A JSON parser may stop at a NUL; the format pads headers with spaces only.
+      {"NUL padding", "{" + one + "}" + std::string(4, '\0'), f32, "NUL byte at offset"},
+      // JSON keeps the last of two equal keys: one tensor would vanish without a word.
+      {"tensor named twice", "{" + one + "," + one + "}", f32, "names 'x' more than once"},
+      {"key twice in an entry", R"({"x":{"dtype":"F32","dtype":"F32","shape":[1],"data_offsets":[0,4]}})", f32,
+       "names 'dtype' more than once"},
+      {"bool byte 2", R"({"b":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})", std::string("\x01\x02", 2),
+       "holds the byte 2 at element 1"},
+      {"invalid UTF-8", "{\"\xff\xfe\":1}", "", "not valid JSON"},
+  };
+  for (const Case& c : cases)
+    for (bool mmap : {false, true}) {
+      const std::string path = temp_path("forbidden");
+      write_bytes(path, file_with(c.header, c.data));
+      try {
+        load_safetensors(path, nullptr, mmap);
+        ADD_FAILURE() << c.what << " was accepted";
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(c.error), std::string::npos) << c.what << ": " << e.what();
+        for (unsigned char ch : std::string(e.what())) EXPECT_LT(ch, 0x80) << c.what << ": raw bytes in the message";
+      }
+      std::remove(path.c_str());
+    }
+  // Spaces after the JSON are the format's padding, and fine.
+  const std::string path = temp_path("padded");
+  write_bytes(path, file_with("{" + one + "}   ", f32));
+  EXPECT_EQ(load_safetensors(path).at("x").numel(), 1);
+  std::remove(path.c_str());
+}
+
+TEST(Safetensors, LoadingCopiesUnlessMappingIsAsked) {
+  const std::string path = temp_path("owned");
+  save_safetensors({{"x", tensor<float>({1, 2, 3, 4})}}, path);
+  Tensor copied = load_safetensors(path).at("x");
+  Tensor mapped = load_safetensors(path, nullptr, /*mmap=*/true).at("x");
+  // Another writer truncates the file: the copy is unaffected (a mapped tensor would now raise
+  // SIGBUS on access, which is why mapping is opt-in; it is not touched here).
+  ASSERT_EQ(::truncate(path.c_str(), 8), 0);
+  EXPECT_EQ(copied.to_vector<float>(), (std::vector<float>{1, 2, 3, 4}));
+  EXPECT_TRUE(copied.impl()->storage->owned);
+  EXPECT_FALSE(mapped.impl()->storage->owned);  // a view of the mapping
   std::remove(path.c_str());
 }
