@@ -8,6 +8,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bind.h"
+#include "tile/autotune.h"
 #include "tile/builder.h"
 #include "tile/cpu/kernel.h"
 #include "tile/passes/passes.h"
@@ -375,6 +376,8 @@ void bind_tile(nb::module_& m) {
       .def_prop_ro("source", &tile::cpu::Kernel::source)
       .def_prop_ro("source_path", [](const tile::cpu::Kernel& k) { return k.library().source_path(); })
       .def_prop_ro("compile_seconds", [](const tile::cpu::Kernel& k) { return k.library().compile_seconds(); })
+      .def_prop_ro("from_cache", [](const tile::cpu::Kernel& k) { return k.library().from_cache(); })
+      .def_prop_ro("library_path", [](const tile::cpu::Kernel& k) { return k.library().library_path(); })
       .def("launch", [](const tile::cpu::Kernel& k, nb::handle grid, nb::handle args) {
         // No allocation: the arguments go into a fixed array of the kernel's maximum arity.
         const tile::cpu::Grid g = grid_of(grid);
@@ -393,6 +396,35 @@ void bind_tile(nb::module_& m) {
       });
   t.def("compile", [](tile::Program& p) { return tile::cpu::compile(std::move(p)); }, nb::arg("program"),
         "Compiles a program for the CPU (the program is used up).");
+  // kiln.tile.autotune's timing: the one tuner (tile/autotune.h). configs: [(constexpr pairs,
+  // num_warps, num_stages)]; run(i) launches config i once.
+  t.def("tune", [](const std::string& label, const std::string& kernel, const std::string& key, nb::handle configs,
+                   nb::callable run, int warmup, int repeats) {
+    std::vector<tile::Config> cs;
+    for (nb::handle c : configs) {
+      tile::Config cfg;
+      for (nb::handle kv : c[0]) cfg.constexprs.emplace_back(nb::cast<std::string>(kv[0]), to_scalar(kv[1]));
+      cfg.num_warps = nb::cast<int>(c[1]);
+      cfg.num_stages = nb::cast<int>(c[2]);
+      cs.push_back(std::move(cfg));
+    }
+    // A kiln.Error from a config's launch (a kernel that does not build for it) skips that config,
+    // as in C++; any other Python exception ends the tuning.
+    nb::object kiln_error = nb::module_::import_("kiln._C").attr("Error");
+    auto launch = [&](size_t i) {
+      try {
+        run(i);
+      } catch (nb::python_error& e) {
+        if (!e.matches(kiln_error)) throw;
+        Error::Info info;
+        info.op = "tile.autotune";
+        info.message = e.what();
+        throw Error(std::move(info));
+      }
+    };
+    return tile::tune(label, kernel, key, cs, launch, tile::TuneOptions{warmup, repeats});
+  }, nb::arg("label"), nb::arg("kernel"), nb::arg("key"), nb::arg("configs"), nb::arg("run"), nb::arg("warmup") = 2,
+     nb::arg("repeats") = 7);
 }
 
 }  // namespace kiln::py

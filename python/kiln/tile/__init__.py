@@ -34,7 +34,7 @@ _state = _threading.local()
 __all__ = ["jit", "constexpr", "Value", "program_id", "num_programs", "arange", "zeros", "full", "load",
            "store", "atomic_add", "where", "cast", "sum", "prod", "max", "min", "argmax", "argmin", "cumsum",
            "cumprod", "cummax", "cummin", "dot", "expand_dims", "broadcast_to", "reshape", "permute", "trans",
-           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline"]
+           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline", "autotune", "Config"]
 
 
 class constexpr:
@@ -379,3 +379,112 @@ def jit(fn=None):
     if fn is None:
         return jit
     return JITFunction(fn)
+
+
+# --- @autotune
+
+class Config:
+    """One candidate of an autotuned kernel: constexpr values, and the GPU's num_warps / num_stages.
+
+        kiln.tile.Config({"BLOCK": 256}, num_warps=4)
+    """
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+
+    def all_kwargs(self):
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def __repr__(self):
+        return ", ".join(f"{k}={v}" for k, v in self.all_kwargs().items())
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self.all_kwargs() == other.all_kwargs()
+
+    __hash__ = None
+
+
+class Autotuner:
+    """A @jit kernel with candidate configs: launch it as kernel[grid](*args) without the tuned
+    constexprs. On the first launch per key (the values of the `key` arguments, and the tensors'
+    dtypes) every config is timed and the fastest kept, in memory and in the disk cache
+    (docs/cache.md); `best_config` is the last one used. The kernel runs warmup + repeats times per
+    config while tuning, so it must compute its outputs from its inputs (no accumulation)."""
+
+    def __init__(self, fn, configs, key, warmup=2, repeats=7):
+        if not isinstance(fn, JITFunction):
+            raise TypeError("kiln.tile.autotune decorates a @kiln.tile.jit kernel: put @kiln.tile.jit below it")
+        configs = list(configs)
+        if not configs:
+            raise ValueError(f"kiln.tile.autotune: {fn.__name__} has no configs")
+        for c in configs:
+            if not isinstance(c, Config):
+                raise TypeError(f"kiln.tile.autotune: configs are kiln.tile.Config objects, got {type(c).__name__}")
+            unknown = [k for k in c.kwargs if k not in fn.constexprs]
+            if unknown:
+                raise ValueError(f"kiln.tile.autotune: {fn.__name__}'s config sets {', '.join(unknown)}, "
+                                 "which is not a constexpr parameter of the kernel")
+        for k in key:
+            if k not in fn.params:
+                raise ValueError(f"kiln.tile.autotune: {fn.__name__}'s key {k} is not a parameter of the kernel")
+        self.fn = fn
+        self.configs = configs
+        self.key = list(key)
+        self.warmup, self.repeats = warmup, repeats
+        self.cache = {}  # key -> Config
+        self.best_config = None
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __repr__(self):
+        return f"<kiln.tile autotuned kernel {self.__name__} ({len(self.configs)} configs, key {self.key})>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kiln.tile: launch {self.__name__} on a grid: {self.__name__}[grid](...)")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, args, kwargs)
+
+    def _key(self, args, kwargs):
+        named = dict(zip(self.fn.params, args))
+        named.update(kwargs)
+        parts = []
+        for name in self.fn.params:
+            v = named.get(name)
+            if name in self.key:
+                parts.append(f"{name}={v.dtype}{list(v.shape)}" if isinstance(v, _Tensor) else f"{name}={v!r}")
+            elif isinstance(v, _Tensor):
+                parts.append(f"{name}:{v.dtype}")
+        return ", ".join(parts)
+
+    def run(self, grid, args, kwargs):
+        key = self._key(args, kwargs)
+        config = self.cache.get(key)
+        if config is None:
+            config = self._tune(key, grid, args, kwargs)
+            self.cache[key] = config
+        self.best_config = config
+        self.fn.run(grid, args, {**kwargs, **config.all_kwargs()})
+
+    def _tune(self, key, grid, args, kwargs):
+        # The kernel's identity on disk: its traced program for the first config.
+        code = self.fn.ir(*args, **kwargs, **self.configs[0].all_kwargs())
+        pairs = [(list(c.kwargs.items()), c.num_warps, c.num_stages) for c in self.configs]
+        run = lambda i: self.fn.run(grid, args, {**kwargs, **self.configs[i].all_kwargs()})
+        return self.configs[_t.tune(self.__name__, code, key, pairs, run, self.warmup, self.repeats)]
+
+
+def autotune(configs, key, warmup=2, repeats=7):
+    """Tunes a @kiln.tile.jit kernel over `configs` per value of the `key` arguments (Triton's
+    @triton.autotune):
+
+        @kiln.tile.autotune(configs=[kiln.tile.Config({"BLOCK": 256}), kiln.tile.Config({"BLOCK": 1024})], key=["n"])
+        @kiln.tile.jit
+        def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: kiln.tile.constexpr): ...
+
+        vector_add[lambda meta: (kiln.tile.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    """
+    return lambda fn: Autotuner(fn, configs, key, warmup, repeats)
