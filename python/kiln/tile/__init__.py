@@ -34,7 +34,7 @@ _state = _threading.local()
 __all__ = ["jit", "constexpr", "Value", "program_id", "num_programs", "arange", "zeros", "full", "load",
            "store", "atomic_add", "where", "cast", "sum", "prod", "max", "min", "argmax", "argmin", "cumsum",
            "cumprod", "cummax", "cummin", "dot", "expand_dims", "broadcast_to", "reshape", "permute", "trans",
-           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline", "autotune", "Config"]
+           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline", "autotune", "Config", "op", "CustomOp"]
 
 
 class constexpr:
@@ -488,3 +488,104 @@ def autotune(configs, key, warmup=2, repeats=7):
         vector_add[lambda meta: (kiln.tile.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
     """
     return lambda fn: Autotuner(fn, configs, key, warmup, repeats)
+
+
+# --- custom ops
+
+class _GradContext:
+    """What a custom op's backward sees: its inputs, outputs, numbers, and which inputs need a gradient."""
+
+    def __init__(self, inputs, outputs, scalars, needs_input_grad):
+        self.inputs, self.outputs, self.scalars = tuple(inputs), tuple(outputs), tuple(scalars)
+        self.needs_input_grad = tuple(needs_input_grad)
+
+
+def _as_list(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+class CustomOp:
+    """A custom op made of tile kernels (see kiln.tile.op). Call it like a function of its
+    tensors, then its numbers; register its meta with @op.register_fake and its derivative with
+    @op.register_autograd."""
+
+    def __init__(self, name, impl):
+        self.name = name
+        self._impl = impl
+        self._meta = None
+        self._backward = None
+        self.__name__ = getattr(impl, "__name__", name)
+        self.__doc__ = impl.__doc__
+        self.__wrapped__ = impl
+        _t.register_op(name, self)
+
+    def __repr__(self):
+        return f"<kiln.tile custom op {self.name}>"
+
+    def register_fake(self, fn):
+        """The meta function: fn(*tensors, *numbers) returns the outputs as tensors of the right
+        shapes and dtypes (kiln.empty_like(x), kiln.empty(...)); it runs on fake tensors (no data,
+        no memory) and raises for inputs the op does not take."""
+        self._meta = fn
+        return fn
+
+    def register_autograd(self, backward):
+        """The derivative: backward(ctx, *grads) returns one gradient per tensor input (None where
+        there is none); ctx.inputs, ctx.outputs, ctx.scalars, ctx.needs_input_grad. It may call
+        kiln ops and custom ops."""
+        self._backward = backward
+        return backward
+
+    def __call__(self, *args):
+        tensors, scalars = [], []
+        for a in args:
+            if isinstance(a, _Tensor):
+                if scalars:
+                    raise TypeError(f"{self.name}: tensor arguments come first, then numbers")
+                tensors.append(a)
+            elif isinstance(a, (int, float)):
+                scalars.append(float(a))
+            else:
+                raise TypeError(f"{self.name} takes tensors and numbers, got a {type(a).__name__}")
+        outs = _C._ops.custom(self.name, tensors, scalars or None)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # Called by kiln (python/csrc/tile.cc): the meta, the kernel and the derivative.
+    def _meta_specs(self, inputs, scalars):
+        if self._meta is None:
+            raise TypeError(f"custom op {self.name} has no meta function: define one with "
+                            f"@{self.__name__}.register_fake")
+        return _as_list(self._meta(*inputs, *scalars))
+
+    def _run(self, inputs, scalars):
+        return _as_list(self._impl(*inputs, *scalars))
+
+    def _run_backward(self, inputs, outputs, grads, scalars, needs):
+        if self._backward is None:
+            raise _C.Error(f"custom op {self.name} has no derivative: cannot backpropagate through it "
+                           f"(define one with @{self.__name__}.register_autograd)")
+        r = self._backward(_GradContext(inputs, outputs, scalars, needs), *grads)
+        r = _as_list(r)
+        if len(r) != len(inputs):
+            raise _C.Error(f"custom op {self.name}'s backward returned {len(r)} gradient(s) for {len(inputs)} input(s)")
+        return r
+
+
+def op(name):
+    """Registers a function that launches tile kernels as the custom op `name` ("mylib::vector_add"),
+    the seed's triton_op: callable eagerly, captured by kiln.compile as one graph node (no graph
+    break), differentiable with register_autograd.
+
+        @kiln.tile.op("mylib::vector_add")
+        def vector_add_op(x, y):
+            out = kiln.empty_like(x)
+            vector_add[(kiln.tile.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+            return out
+
+        @vector_add_op.register_fake
+        def _(x, y):
+            return kiln.empty_like(x)
+
+    Tensors come first, then numbers (numbers reach the functions as floats). Registering a name
+    again replaces the op."""
+    return lambda fn: CustomOp(name, fn)
