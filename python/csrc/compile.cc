@@ -4,15 +4,38 @@
 #include <kiln/compile.h>
 #include <kiln/log.h>
 
+#include <nanobind/stl/vector.h>  // list_backends() returns a std::vector<std::string>
+
 #include "bind.h"
+#include "capture/guards.h"
 #include "capture/lazy.h"
+#include "py_guards.h"
 
 namespace kiln::py {
 namespace {
 
 struct PyEngine {
-  std::shared_ptr<capture::Engine> engine;
+  std::shared_ptr<capture::Engine> engine;  // null once the GC cleared it (an unreachable cycle)
 };
+
+// The guards a graph holds reach back to the function (its globals): report them to the GC, and
+// drop the graphs when the cycle is garbage (py_guards.cc).
+int engine_traverse(PyObject* self, visitproc visit, void* arg) {
+  Py_VISIT(Py_TYPE(self));
+  if (!nb::inst_ready(self)) return 0;
+  const PyEngine* e = nb::inst_ptr<PyEngine>(self);
+  int r = 0;
+  if (e->engine)
+    capture::for_each_external_guards(*e->engine, [&](const capture::ExternalGuards& g) {
+      if (!r) r = visit_guards(g, visit, arg);
+    });
+  return r;
+}
+int engine_clear(PyObject* self) {
+  if (nb::inst_ready(self)) nb::inst_ptr<PyEngine>(self)->engine.reset();
+  return 0;
+}
+PyType_Slot engine_slots[] = {{Py_tp_traverse, (void*)engine_traverse}, {Py_tp_clear, (void*)engine_clear}, {0, nullptr}};
 
 std::pair<std::string, unsigned> python_location() {
   auto [file, line] = python_caller();
@@ -63,6 +86,9 @@ nb::dict report_dict(const ExplainReport& r) {
   d["compile_ms"] = ms;
   d["graphs"] = graphs;
   d["specializations"] = spec;
+  nb::list consts;
+  for (const auto& c : r.constants) consts.append(c);
+  d["constants"] = consts;
   d["eager_fallback"] = r.eager_fallback;
   d["text"] = r.str();
   return d;
@@ -72,7 +98,8 @@ nb::dict report_dict(const ExplainReport& r) {
 
 void bind_compile(nb::module_& m) {
   capture::set_location_provider(&python_location);
-  nb::class_<PyEngine>(m, "_CompileEngine")
+  bind_guards(m);
+  nb::class_<PyEngine>(m, "_CompileEngine", nb::type_slots(engine_slots))
       .def("__init__", [](PyEngine* self, const std::string& backend, nb::handle dynamic, int recompile_limit,
                           bool error_on_recompile_limit, bool fullgraph, const std::string& name) {
         CompileOptions o;
@@ -87,7 +114,9 @@ void bind_compile(nb::module_& m) {
          nb::arg("fullgraph"), nb::arg("name"))
       // flat: the call's leaves; body(list) runs the function on them (fake tensors while tracing)
       // and returns its output tensors as a list.
-      .def("call", [](PyEngine& e, nb::list flat, nb::object body) {
+      // roots: the call's (args, kwargs), which guards on values reached from arguments read.
+      .def("call", [](PyEngine& e, nb::list flat, nb::object body, nb::handle roots) {
+        KILN_CHECK(e.engine, "internal: a compiled function's engine was cleared by the garbage collector");
         std::vector<capture::ArgValue> args;
         std::vector<nb::handle> modules;
         args.reserve(flat.size());
@@ -109,12 +138,13 @@ void bind_compile(nb::module_& m) {
           }
           return out;
         };
+        CallRootsScope scope(roots.ptr());
         std::vector<Tensor> outs = capture::run(*e.engine, args, run);
         nb::list result;
         for (auto& t : outs) result.append(nb::cast(std::move(t)));
         return result;
-      })
-      .def("report", [](const PyEngine& e) { return report_dict(capture::report(*e.engine)); });
+      }, nb::arg("flat"), nb::arg("body"), nb::arg("roots").none() = nb::none())
+      .def("report", [](const PyEngine& e) { return report_dict(e.engine ? capture::report(*e.engine) : ExplainReport{}); });
   m.def("cond", [](const Tensor& pred, nb::object true_fn, nb::object false_fn, nb::tuple operands) {
     auto branch = [&](nb::object fn) {
       return [fn, &operands]() -> Tensor {

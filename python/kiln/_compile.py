@@ -3,12 +3,15 @@
 The call's arguments are flattened (tuples, lists, dicts) into leaves: tensors become graph
 inputs, numbers are guarded by value, modules by identity, by their parameters' and buffers'
 identities and by a counter of attribute assignments on any kiln.nn.Module (self.training, eps,
-flags...). Other leaves (strings, None, ...) and the structure select a separate cache.
+flags...). Other leaves (strings, None, ...) and the structure select a separate cache. What the
+function reads beyond its arguments (globals, closures, attributes and items of objects) is
+guarded too, and writes outside it break the graph (_guards.py).
 """
 import contextlib
 import functools
 
 from . import _C
+from . import _guards
 from .nn import module as _module
 
 _LEAF_TYPES = (bool, int, float)
@@ -113,12 +116,19 @@ class CompiledFunction:
 
         def body(values):
             a, k = _unflatten(spec, iter(values), static)
-            out = fn(*a[1:], **k) if isinstance(fn, _module.Module) else fn(*a, **k)
+            a = a[1:] if isinstance(fn, _module.Module) else a
+            # While tracing: record the Python values the function reads (guards) and stop it
+            # before a write outside it (a graph break); in segments and eagerly it just runs.
+            recorder = _guards.Recorder(fn, args, kwargs) if _guards.Recorder.supported and _C._tracing() else None
+            with recorder or contextlib.nullcontext():
+                out = fn(*a, **k)
             s, tensors = _flatten_output(out)
             out_spec.append(s)
+            if recorder is not None:
+                recorder.attach()
             return tensors
 
-        outs = engine.call(leaves, body)
+        outs = engine.call(leaves, body, (args, kwargs))
         if out_spec:
             self._out_specs[key] = out_spec[-1]
         return _rebuild_output(self._out_specs[key], iter(outs))
@@ -133,13 +143,14 @@ class CompiledFunction:
 
 class Explanation:
     """kiln.explain's result: graph_count, ops_per_graph, breaks [(reason, file, line)], guards,
-    recompile_reasons, compile_ms, graphs (IR text), specializations; str() prints it readably."""
+    recompile_reasons, compile_ms, graphs (IR text), specializations, constants (every value baked
+    into a graph: its name if known, its value, where it came from); str() prints it readably."""
 
     def __init__(self, reports):
         self.graph_count = sum(r["graph_count"] for r in reports)
         self.break_count = sum(len(r["breaks"]) for r in reports)
         for field in ("ops_per_graph", "breaks", "guards", "recompile_reasons", "compile_ms", "graphs",
-                      "specializations"):
+                      "specializations", "constants"):
             setattr(self, field, [x for r in reports for x in r[field]])
         self.eager_fallback = any(r["eager_fallback"] for r in reports)
         self._text = "\n".join(r["text"] for r in reports)

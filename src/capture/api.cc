@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <sstream>
 
+#include "capture/guards.h"
 #include "capture/hooks.h"
 #include "capture/lazy.h"
 #include "capture/tracer.h"
 #include "core/tensor_impl.h"
 #include "graph/graph.h"
+#include "ops/fake_mode.h"
 
 namespace kiln {
 
@@ -26,6 +28,28 @@ CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const gr
   KILN_CHECK(g_backend_lookup, "internal: no backend lookup is installed (src/compile/ is not linked)");
   Backend b = g_backend_lookup(backend);
   return g ? b(std::move(g)) : CompiledGraph();
+}
+
+std::vector<std::string> graph_constants(const graph::Graph& g) {
+  std::vector<std::string> out;
+  auto where = [](const graph::Node& n) {
+    graph::Origin o = graph::origin_of(n);
+    std::string s = o.known() ? std::string(", in ") + ops::op_info(o.op).name : "";
+    return s + (o.file ? std::string(" at ") + o.file + ":" + std::to_string(o.line) : "");
+  };
+  for (const graph::Node* n : g.nodes()) {
+    if (n->kind == graph::NodeKind::Constant) {
+      const Tensor& t = n->literal;
+      std::string value = t.numel() == 1 ? t.item_scalar().str() : "a tensor of shape " + shape_str(t.sizes());
+      out.push_back(value + " (" + (n->wrapped ? "a number" : "a constant tensor") + ", " + name(t.dtype()) + ")" + where(*n));
+      continue;
+    }
+    for (const graph::NodeArg& a : n->args) {
+      if (const Scalar* s = std::get_if<Scalar>(&a)) out.push_back(s->str() + " (a number argument)" + where(*n));
+      else if (const double* d = std::get_if<double>(&a)) out.push_back(Scalar(*d).str() + " (a number argument)" + where(*n));
+    }
+  }
+  return out;
 }
 
 ArgValue module_arg(const nn::Module& m) {
@@ -63,10 +87,30 @@ Tensor cond(const Tensor& pred, const std::function<Tensor()>& true_fn, const st
             SourceLoc loc) {
   ops::CallSite site(loc);
   KILN_CHECK(pred.numel() == 1, "cond: the predicate must have one element, got shape ", shape_str(pred.sym_sizes()));
-  if (!pred.is_fake() || !capture::active_tracer()) return pred.item_scalar().to_bool() ? true_fn() : false_fn();
+  auto check_same = [](const Tensor& a, const Tensor& b) {
+    KILN_CHECK_HINT(a.dtype() == b.dtype(), "make both branches return the same dtype", "cond: the branches return ",
+                    name(a.dtype()), " and ", name(b.dtype()));
+    KILN_CHECK_HINT(a.sym_sizes() == b.sym_sizes(), "make both branches return tensors of one shape",
+                    "cond: the branches return shapes ", shape_str(a.sym_sizes()), " and ", shape_str(b.sym_sizes()));
+  };
+  if (!pred.is_fake() || !capture::active_tracer()) {
+    bool taken = pred.item_scalar().to_bool();
+    Tensor r = taken ? true_fn() : false_fn();
+    // The same program compiled runs both branches, so eagerly too the other one must agree in
+    // shape and dtype: it runs on fake tensors (metadata only). A branch that cannot run fake
+    // (it reads data) is not checked here; under compile it is a graph break anyway.
+    Tensor other;
+    try {
+      ops::FakeModeScope fake;
+      other = taken ? false_fn() : true_fn();
+    } catch (...) {  // (from Python: any exception the branch raised on fake tensors)
+      return r;
+    }
+    check_same(taken ? r : other, taken ? other : r);
+    return r;
+  }
   Tensor a = true_fn(), b = false_fn();
-  KILN_CHECK_HINT(a.dtype() == b.dtype(), "make both branches return the same dtype", "cond: the branches return ",
-                  name(a.dtype()), " and ", name(b.dtype()));
+  check_same(a, b);
   return where(pred.to(kBool).reshape({}), a, b);
 }
 
@@ -90,6 +134,8 @@ std::string ExplainReport::str() const {
   if (!guards.empty()) os << "guards (latest graph):\n";
   for (const auto& g : guards) os << "  " << g << "\n";
   for (const auto& s : specializations) os << "  specialized " << s << "\n";
+  if (!constants.empty()) os << "constants baked into the graphs:\n";
+  for (const auto& c : constants) os << "  " << c << "\n";
   return os.str();
 }
 

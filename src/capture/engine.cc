@@ -35,6 +35,19 @@ class Engine {
     bool train_step = false;
     std::vector<Tracer::GradResult> grad_results;
     std::vector<std::pair<Tensor, Tensor>> grad_guards;
+    std::vector<std::shared_ptr<const ExternalGuards>> external;  // what the traced code read (Python values)
+    std::optional<std::string> check_external() const {
+      for (const auto& x : external)
+        if (auto m = x->check()) return m;
+      return std::nullopt;
+    }
+    // Null if every guard of this graph holds for a call with `args`, else the first failure.
+    std::optional<std::string> check(const std::vector<ArgValue>& args) const {
+      if (auto m = guards.check(args)) return m;
+      if (auto m = guards.check_lifted(lifted)) return m;
+      if (auto m = check_external()) return m;
+      return check_grads();
+    }
     std::optional<std::string> check_grads() const {
       for (const auto& [leaf, g] : grad_guards)
         if (!leaf.grad().is_same(g))
@@ -154,9 +167,12 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   e.guards = GuardSet::from_args(args, symbols);
   e.guards.relations = std::move(tracer.relations);
   e.guards.lift(e.lifted);
+  e.external = std::move(tracer.external);
   KILN_LOG(graph) << options.name << ": graph " << entries.size() << ":\n" << graph::print(*e.graph);
   if (log_enabled(LogComponent::guards)) {
     for (const std::string& g : e.guards.describe()) KILN_LOG(guards) << options.name << ": " << g;
+    for (const auto& x : e.external)
+      for (const std::string& g : x->describe()) KILN_LOG(guards) << options.name << ": " << g;
   }
   for (const SymbolSource& s : symbols) {
     KILN_LOG(dynamic) << options.name << ": " << s.name << " = size " << s.dim << " of argument " << s.input;
@@ -194,12 +210,9 @@ std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& 
   if (fallback) return body(args);
   if (segmented) return run_segmented(args, body);
   for (const Entry& e : entries)
-    if (!e.guards.check(args) && !e.guards.check_lifted(e.lifted) && !e.check_grads()) return run_entry(e, args);
+    if (!e.check(args)) return run_entry(e, args);
   if (!entries.empty()) {
-    const Entry& last = entries.back();
-    std::optional<std::string> failed = last.guards.check(args);
-    if (!failed) failed = last.guards.check_lifted(last.lifted);
-    std::string why = failed ? *failed : *last.check_grads();
+    std::string why = *entries.back().check(args);
     recompile_reasons.push_back(why);
     KILN_LOG(recompiles) << options.name << ": recompiling (graph " << entries.size() << "): " << why;
     if (int(entries.size()) >= options.recompile_limit) {
@@ -233,6 +246,11 @@ std::shared_ptr<Engine> make_engine(const CompileOptions& options) { return std:
 
 std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body) { return e.call(args, body); }
 
+void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f) {
+  for (const auto& entry : e.entries)
+    for (const auto& x : entry.external) f(*x);
+}
+
 ExplainReport report(const Engine& e) {
   ExplainReport r;
   for (const auto& entry : e.entries) {
@@ -253,7 +271,20 @@ ExplainReport report(const Engine& e) {
     for (const auto& b : r.breaks) seen |= b.reason == s.reason && b.file == s.file && b.line == s.line;
     if (!seen) r.breaks.push_back(s);
   }
-  if (!e.entries.empty()) r.guards = e.entries.back().guards.describe();
+  if (!e.entries.empty()) {
+    r.guards = e.entries.back().guards.describe();
+    for (const auto& x : e.entries.back().external)
+      for (std::string& g : x->describe()) r.guards.push_back(std::move(g));
+  }
+  for (size_t i = 0; i < e.entries.size(); i++) {
+    std::string graph = "graph " + std::to_string(i) + ": ";
+    for (const std::string& c : graph_constants(*e.entries[i].graph)) r.constants.push_back(graph + c);
+    for (const auto& x : e.entries[i].external)
+      for (const std::string& c : x->constants()) r.constants.push_back(graph + c);
+  }
+  for (size_t i = 0; i < e.segments.graphs.size(); i++)  // segments bake what the eager code between them produced
+    for (const std::string& c : graph_constants(*e.segments.graphs[i]))
+      r.constants.push_back("graph " + std::to_string(e.entries.size() + i) + ": " + c);
   r.recompile_reasons = e.recompile_reasons;
   r.eager_fallback = e.fallback;
   return r;

@@ -6,12 +6,17 @@
 #include <kiln/compile/capture.h>
 #include <kiln/tensor.h>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "sym/expr.h"
+
+namespace kiln::graph {
+class Graph;
+}
 
 namespace kiln::capture {
 
@@ -66,5 +71,13 @@ class GuardSet {
   // The guards in words, one per line.
   std::vector<std::string> describe() const;
 };
+
+// Calls f on the external guards of every graph of e (the Python binding's GC traversal).
+void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f);
+
+// Every value a graph bakes in, in words, for explain(): its constant nodes (wrapped numbers,
+// literal tensors) and the numbers passed to its ops, each with the op and the user's line it came
+// from. What a compiled call never re-reads: pass a value that changes as an argument instead.
+std::vector<std::string> graph_constants(const graph::Graph& g);
 
 }  // namespace kiln::capture

@@ -25,6 +25,18 @@ struct Recorder : sym::GuardRecorder {
 
 Tracer* active_tracer() { return g_tracer; }
 
+bool tracing() { return g_tracer != nullptr; }
+
+void add_external_guards(std::shared_ptr<const ExternalGuards> g) {
+  KILN_CHECK(g_tracer, "internal: add_external_guards outside a trace");
+  g_tracer->external.push_back(std::move(g));
+}
+
+void graph_break(const std::string& reason) {
+  KILN_CHECK(g_tracer, "internal: graph_break outside a trace");
+  g_tracer->graph_break(reason);
+}
+
 struct TraceScope::Saved {
   Tracer* prev_tracer;
   ops::DispatchMode* prev_mode;

@@ -29,6 +29,7 @@ class Tracer : public ops::DispatchMode {
   std::vector<std::string> specializations;  // symbols fixed to their hint, with the reason
   std::optional<ExplainReport::Break> brk;  // why the trace stopped early, and the user's line
   bool grad_enabled = true;  // grad mode when the trace began: the graph runs in this one mode
+  std::vector<std::shared_ptr<const ExternalGuards>> external;  // add_external_guards during the trace
 
   // A fake stand-in for argument tensor `real`; the given dims get the given symbols.
   Tensor add_input(const Tensor& real, const std::vector<SymbolSource>& symbols, const std::string& name);

@@ -2,15 +2,20 @@
 //   kiln-opt --passes=decompose,cse [--verify] [--origins] [file.kir]     (stdin without a file)
 //   kiln-opt --pipeline='decompose | functionalize | joint | partition' file.kir
 //   kiln-opt --list
+//   kiln-opt --run-backend=inductor [--seed=N] [--calls='s0=5;s0=2'] file.kir
 // The passes are the pass manager's table: the graph passes (dce, cse, fold) and the aot ones
-// (decompose, functionalize, joint, partition) that src/aot/passes.cc registers.
+// (decompose, functionalize, joint, partition) that src/aot/passes.cc registers. --run-backend
+// runs the graph through a backend and through eager on the same inputs (drawn from the seed and
+// the input specs, as the graph fuzzer draws them: tests/fuzz/) and compares the results.
 #include <kiln/error.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
 
+#include "fuzz/differential.h"
 #include "graph/pass_manager.h"
 
 namespace {
@@ -21,19 +26,40 @@ int usage() {
                "  Parses the graph IR (stdin without a file), runs the passes in order and prints the result.\n"
                "  --verify   checks the graph before the passes and after each one\n"
                "  --origins  prints each node's origin (# <op> [backward] [@ file:line])\n"
-               "  --list     lists the passes\n";
+               "  --list     lists the passes\n"
+               "       kiln-opt --run-backend=NAME [--seed=N] [--calls='s0=5;s0=2'] [file.kir]\n"
+               "  Runs the graph through backend NAME and through eager on the same inputs (from the seed and the\n"
+               "  input specs; one call per ';'-separated binding of the symbols, their hints without --calls) and\n"
+               "  compares the results at dtype tolerances. Exit status 1 on a difference.\n";
   return 2;
+}
+
+int run_backend(const std::string& backend, const std::string& text, uint64_t seed, const std::string& calls) {
+  auto g = std::make_shared<const kiln::graph::Graph>(kiln::graph::parse(text));
+  kiln::graph::verify(*g);
+  const kiln::fuzz::Outcome o =
+      kiln::fuzz::check(kiln::fuzz::backend_named(backend), g, seed, kiln::fuzz::parse_calls(calls));
+  if (o.ok()) {
+    std::cout << "pass: backend " << backend << " matches eager\n";
+    return 0;
+  }
+  std::cout << kiln::fuzz::kind_name(o.kind) << ": backend " << backend << ": " << o.message << "\n";
+  return 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string pipeline, path;
+  std::string pipeline, path, backend, calls;
+  uint64_t seed = 0;
   bool origins = false, verify = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a.rfind("--passes=", 0) == 0) pipeline = a.substr(9);
     else if (a.rfind("--pipeline=", 0) == 0) pipeline = a.substr(11);
+    else if (a.rfind("--run-backend=", 0) == 0) backend = a.substr(14);
+    else if (a.rfind("--seed=", 0) == 0) seed = std::strtoull(a.c_str() + 7, nullptr, 10);
+    else if (a.rfind("--calls=", 0) == 0) calls = a.substr(8);
     else if (a == "--verify") verify = true;
     else if (a == "--origins") origins = true;
     else if (a == "--list") {
@@ -56,6 +82,7 @@ int main(int argc, char** argv) {
     text << f.rdbuf();
   }
   try {
+    if (!backend.empty()) return run_backend(backend, text.str(), seed, calls);
     if (verify) {  // the input, then (the pass manager) the graph after each pass
       kiln::graph::verify(kiln::graph::parse(text.str()));
       kiln::graph::set_verify_passes(true);

@@ -57,6 +57,9 @@ struct ExplainReport {
   std::vector<double> compile_ms;              // per graph: trace + backend
   std::vector<std::string> graphs;             // each graph's IR text
   std::vector<std::string> specializations;    // symbolic sizes fixed to a value, and why
+  // Every value baked into a graph: "graph 0: 2.5 (a number, argument of mul) at f.cc:12", and
+  // from Python the guarded values by name ("graph 0: k[0] = 2.0 (global list item, read at f.py:3)").
+  std::vector<std::string> constants;
   bool eager_fallback = false;                 // the recompile limit was reached
   std::string str() const;
 };
@@ -74,6 +77,24 @@ struct ArgValue {
   std::vector<const void*> module_state;  // identities of its parameters and buffers
   std::vector<bool> module_training;      // is_training() of it and each descendant
 };
+
+// Conditions a trace depended on beyond its arguments and the global modes, supplied by the code
+// being traced (from Python: the Python values the function read, python/csrc/py_guards.cc). They
+// are checked with the graph's other guards on every call; a failure recompiles (counted against
+// the recompile limit) and is reported with the value that changed.
+class ExternalGuards {
+ public:
+  virtual ~ExternalGuards() = default;
+  virtual std::optional<std::string> check() const = 0;  // null if all hold, else the failing one in words
+  virtual std::vector<std::string> describe() const = 0;
+  virtual std::vector<std::string> constants() const { return {}; }  // values baked in, by name
+};
+// During a trace: the graph being traced also holds only while `g` holds. Outside one: an error.
+void add_external_guards(std::shared_ptr<const ExternalGuards> g);
+// Whether a trace is running on this thread (a compiled function's first call on new guards).
+bool tracing();
+// During a trace: stops it with a graph break for `reason` at the user's current line (throws).
+[[noreturn]] void graph_break(const std::string& reason);
 
 class Engine;
 using Body = std::function<std::vector<Tensor>(const std::vector<ArgValue>& args)>;

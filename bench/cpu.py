@@ -1,0 +1,272 @@
+"""The CPU workloads of /work/shared/bench/workloads.md (CPU sizes, float32) in kiln eager and kiln
+compiled (every registered backend: "eager", "aot_eager", and "inductor" once it is registered) beside
+PyTorch eager and torch.compile, in one run on one machine.
+
+    PYTHONPATH=python python3 bench/cpu.py [--quick] [--workloads pointwise,softmax] [--markdown FILE]
+
+Every (library, workload, mode) runs in a fresh process, so compile caches start cold: its first call
+is the cold compile time (an empty KILN_CACHE_DIR / TORCHINDUCTOR_CACHE_DIR); a second fresh process
+with the cache the first one filled gives the warm first call. Times are the median of timed calls
+after warm-ups, on random inputs. The table gives, per row: median ms, the ratio to the peer's best
+mode (PyTorch eager or torch.compile; < 1: faster than the peer), for memory-bound workloads the
+fraction of the machine's memcpy bandwidth (measured in this run) achieved on the bytes the workload
+must read and write, GFLOP/s for matmul-bound ones, and the cold / warm first-call seconds.
+--quick: fewer timed calls. Both libraries use every core (KILN_IGNORE_LOAD=1 unless set). --markdown FILE: also writes the table as
+markdown (what BENCHMARKS.md keeps).
+"""
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+WORKLOADS = ["pointwise", "softmax", "layernorm", "rmsnorm", "cross_entropy", "matmul", "mlp_infer",
+             "gpt_tiny_infer", "gpt_tiny_train"]
+GPT_CFG = dict(vocab=8192, ctx=256, d=256, heads=4, layers=4)
+GPT_BATCH = 8
+F32 = 4
+
+
+# ---------------------------------------------------------------- the workloads (one definition, both libraries)
+def workload(lib, name):
+    """(fn, args, bytes it must read and write, flops): the same function in kiln and in torch."""
+    F = lib.nn.functional
+    rn = lambda *s: lib.randn(*s)  # noqa: E731
+    if name == "pointwise":
+        x, a, b = rn(2048, 4096), rn(4096), rn(4096)
+        return (lambda x, a, b: F.gelu(x * a + b) * lib.sigmoid(x)), (x, a, b), 2 * x.numel() * F32, 0
+    if name == "softmax":
+        x = rn(2048, 4096)
+        return (lambda x: F.softmax(x, -1)), (x,), 2 * x.numel() * F32, 0
+    if name == "layernorm":
+        x, w, b = rn(2048, 4096), rn(4096), rn(4096)
+        return (lambda x, w, b: F.layer_norm(x, (4096,), w, b)), (x, w, b), 2 * x.numel() * F32, 0
+    if name == "rmsnorm":
+        x, w = rn(2048, 4096), rn(4096)
+        return (lambda x, w: x * lib.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6) * w), (x, w), 2 * x.numel() * F32, 0
+    if name == "cross_entropy":
+        x = rn(1024, 32000)
+        t = lib.randint(0, 32000, (1024,))
+        return (lambda x, t: F.cross_entropy(x, t)), (x, t), x.numel() * F32, 0
+    if name == "matmul":
+        a, b = rn(1024, 1024), rn(1024, 1024)
+        return (lambda a, b: a @ b), (a, b), 0, 2 * 1024 ** 3
+    if name == "mlp_infer":
+        layers = [(rn(1024, 1024) * 0.03, rn(1024) * 0.03) for _ in range(8)]
+        x = rn(64, 1024)
+
+        def mlp(x, *params):
+            for i in range(0, len(params), 2):
+                x = F.gelu(F.linear(x, params[i], params[i + 1]))
+            return x
+        params = tuple(p for layer in layers for p in layer)
+        return lib.no_grad()(mlp), (x,) + params, 8 * 1024 * 1024 * F32, 2 * 64 * 1024 * 1024 * 8
+    if name in ("gpt_tiny_infer", "gpt_tiny_train"):
+        model = gpt_model(lib)
+        idx = lib.randint(0, GPT_CFG["vocab"], (GPT_BATCH, GPT_CFG["ctx"]))
+        nparam = sum(p.numel() for p in model.parameters())
+        flops = 2 * nparam * GPT_BATCH * GPT_CFG["ctx"]
+        if name == "gpt_tiny_infer":
+            model.eval()
+            return lib.no_grad()(lambda idx: gpt_logits(lib, model, idx)), (idx,), 0, flops
+        tgt = lib.randint(0, GPT_CFG["vocab"], (GPT_BATCH, GPT_CFG["ctx"]))
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-4)
+
+        def step(idx, tgt):
+            logits = gpt_logits(lib, model, idx)
+            loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
+            loss.backward()
+            opt.step()
+            opt.zero_grad()
+            return loss
+        return step, (idx, tgt), 0, 3 * flops
+    raise SystemExit(f"unknown workload {name}")
+
+
+def gpt_model(lib):
+    """The workloads' GPT: examples/gpt.py in kiln, its torch twin from the parity test."""
+    sys.path.insert(0, os.path.join(ROOT, "examples"))
+    sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
+    if lib.__name__ == "kiln":
+        import gpt
+        return gpt.GPT(**GPT_CFG)
+    from test_gpt_parity import TorchGPT
+    return TorchGPT(**GPT_CFG)
+
+
+def gpt_logits(lib, m, idx):
+    x = m.wte(idx) + m.wpe(lib.arange(idx.shape[1]))
+    for b in m.blocks:
+        x = b(x)
+    return m.head(m.lnf(x))
+
+
+# ---------------------------------------------------------------- one measurement (a child process)
+def child(lib_name, name, mode, reps, first_only):
+    if lib_name == "torch":
+        import torch as lib
+        lib.set_num_threads(os.cpu_count())
+    else:
+        import kiln as lib
+    lib.manual_seed(0)
+    fn, args, nbytes, flops = workload(lib, name)
+    if mode != "eager":  # "compile" (torch) or "compile:<backend>" (kiln)
+        fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=mode.split(":", 1)[1])
+    t0 = time.perf_counter()
+    fn(*args)
+    first_s = time.perf_counter() - t0
+    out = dict(first_call_s=first_s)
+    if not first_only:
+        for _ in range(2):
+            fn(*args)
+        times = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn(*args)
+            times.append(time.perf_counter() - t0)
+        out.update(median_ms=1e3 * statistics.median(times), bytes=nbytes, flops=flops)
+    print(json.dumps(out), flush=True)
+
+
+def run_child(lib_name, name, mode, reps, cache, first_only=False):
+    env = dict(os.environ, KILN_CACHE_DIR=os.path.join(cache, "kiln"), TORCHINDUCTOR_CACHE_DIR=os.path.join(cache, "torch"),
+               PYTHONPATH=os.pathsep.join([os.path.join(ROOT, "python"), os.environ.get("PYTHONPATH", "")]))
+    # Both libraries on every core: kiln's kernels otherwise drop to one thread while the load
+    # average is high (docs/performance.md, Threads), and torch keeps its threads.
+    env.setdefault("KILN_IGNORE_LOAD", "1")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", lib_name, name, mode, "--reps", str(reps)]
+    if first_only:
+        cmd.append("--first-only")
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if p.returncode != 0:
+        lines = (p.stderr or p.stdout).strip().splitlines()
+        return dict(error=lines[-1] if lines else f"exit {p.returncode}")
+    return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+# ---------------------------------------------------------------- the machine's memcpy bandwidth
+def memcpy_bandwidth():
+    """Bytes/s of the best copy this machine does: numpy (one thread) or torch's copy_ (all cores);
+    a copy reads and writes each byte, so 2 x size per copy."""
+    import numpy as np
+    import torch
+    torch.set_num_threads(os.cpu_count())
+    n = 64 << 20  # 256 MiB of float32: far beyond the caches
+    best = 0.0
+    src, dst = np.ones(n, np.float32), np.zeros(n, np.float32)
+    ts, td = torch.from_numpy(src), torch.from_numpy(dst)
+    for copy in (lambda: np.copyto(dst, src), lambda: td.copy_(ts)):
+        copy()
+        times = []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            copy()
+            times.append(time.perf_counter() - t0)
+        best = max(best, 2 * n * 4 / statistics.median(times))
+    return best
+
+
+def machine():
+    model = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} cores"
+
+
+# ---------------------------------------------------------------- the table
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--workloads", default=",".join(WORKLOADS))
+    ap.add_argument("--markdown", default=None)
+    ap.add_argument("--reps", type=int, default=None)
+    ap.add_argument("--child", nargs=3, metavar=("LIB", "WORKLOAD", "MODE"))
+    ap.add_argument("--first-only", action="store_true")
+    a = ap.parse_args()
+    if a.child:
+        return child(*a.child, a.reps or 10, a.first_only)
+
+    sys.path.insert(0, os.path.join(ROOT, "python"))
+    import kiln
+    import torch
+    backends = list(kiln.list_backends())
+    names = [w for w in a.workloads.split(",") if w]
+    bw = memcpy_bandwidth()
+    print(f"kiln vs PyTorch {torch.__version__} on the CPU: {machine()}; memcpy {bw / 1e9:.1f} GB/s "
+          f"({'quick' if a.quick else 'full'} run, {datetime.date.today()})", flush=True)
+    modes = [("kiln", "eager")] + [("kiln", "compile:" + b) for b in backends] + [("torch", "eager"), ("torch", "compile")]
+    rows = []
+    header = (f"{'workload':<15} {'mode':<24} {'median ms':>10} {'x peer best':>11} {'% memcpy':>9} {'GFLOP/s':>8} "
+              f"{'cold s':>7} {'warm s':>7}")
+    print(header)
+    for name in names:
+        reps = a.reps or ((3 if a.quick else 10) if name == "gpt_tiny_train" else (5 if a.quick else 20))
+        results = {}
+        for lib_name, mode in modes:
+            with tempfile.TemporaryDirectory() as cache:
+                r = run_child(lib_name, name, mode, reps, cache)
+                if mode != "eager" and "error" not in r:
+                    r["warm_s"] = run_child(lib_name, name, mode, reps, cache, first_only=True).get("first_call_s")
+            results[(lib_name, mode)] = r
+        peer = [r["median_ms"] for (lib_name, _), r in results.items() if lib_name == "torch" and "median_ms" in r]
+        best = min(peer) if peer else None
+        for (lib_name, mode), r in results.items():
+            row = dict(workload=name, mode=f"{lib_name} {mode}", **r)
+            if "median_ms" in r:
+                s = r["median_ms"] / 1e3
+                row["ratio"] = r["median_ms"] / best if best else None
+                row["memcpy_frac"] = r["bytes"] / s / bw if r["bytes"] and not r["flops"] else None
+                row["gflops"] = r["flops"] / s / 1e9 if r["flops"] else None
+            rows.append(row)
+            print(format_row(row), flush=True)
+    if a.markdown:
+        with open(a.markdown, "w") as f:
+            f.write(markdown(rows, bw, torch.__version__, a.quick))
+        print(f"wrote {a.markdown}")
+
+
+def fmt(v, spec):
+    """v formatted, or a dash as wide as the spec's width when there is no value."""
+    width = int("".join(ch for ch in spec.split(".")[0] if ch.isdigit()) or 0)
+    return format(v, spec) if isinstance(v, (int, float)) else "-".rjust(width)
+
+
+def format_row(r):
+    if "error" in r:
+        return f"{r['workload']:<15} {r['mode']:<24} error: {r['error'][:120]}"
+    pct = r["memcpy_frac"] * 100 if r.get("memcpy_frac") is not None else None
+    return (f"{r['workload']:<15} {r['mode']:<24} {r['median_ms']:10.2f} {fmt(r.get('ratio'), '11.2f')} {fmt(pct, '8.0f')}  "
+            f"{fmt(r.get('gflops'), '8.1f')} {r['first_call_s']:7.2f} {fmt(r.get('warm_s'), '7.2f')}")
+
+
+def markdown(rows, bw, torch_version, quick):
+    out = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, "
+           f"PyTorch {torch_version}, memcpy {bw / 1e9:.1f} GB/s; command: "
+           f"`PYTHONPATH=python python3 bench/cpu.py{' --quick' if quick else ''}`.", "",
+           "| workload | mode | median ms | x peer best | % memcpy | GFLOP/s | cold first call s | warm first call s |",
+           "|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        if "error" in r:
+            out.append(f"| {r['workload']} | {r['mode']} | error: {r['error'][:80]} | | | | | |")
+            continue
+        pct = r["memcpy_frac"] * 100 if r.get("memcpy_frac") is not None else None
+        out.append(f"| {r['workload']} | {r['mode']} | {r['median_ms']:.2f} | {fmt(r.get('ratio'), '.2f')} | "
+                   f"{fmt(pct, '.0f')} | {fmt(r.get('gflops'), '.1f')} | {r['first_call_s']:.2f} | {fmt(r.get('warm_s'), '.2f')} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    main()
