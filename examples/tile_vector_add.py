@@ -1,5 +1,6 @@
-"""The seed's vector_add written with kiln.tile (docs/tile.md), checked against eager kiln; with
---bench, vector_add and a masked row softmax on a 2048 x 4096 float32 tensor timed against
+"""The seed's vector_add written with kiln.tile (docs/tile.md), checked against eager kiln, then
+registered as the custom op mylib::vector_add and called inside a compiled function (one graph,
+no break, equal to eager); with --bench, vector_add and a masked row softmax on a 2048 x 4096 float32 tensor timed against
 memory bandwidth (a copy of the same bytes) and against kiln eager.
 
     PYTHONPATH=python python3 examples/tile_vector_add.py [--bench]
@@ -28,6 +29,27 @@ def softmax(x_ptr, out_ptr, cols, stride, BLOCK: kiln.tile.constexpr):
     kiln.tile.store(out_ptr + row * stride + offs, e / kiln.tile.sum(e, axis=0), mask=mask)
 
 
+# The kernel as an op (the seed's triton_op): a function that launches it, and its meta.
+@kiln.tile.op("mylib::vector_add")
+def vector_add_op(x, y):
+    out = kiln.empty_like(x)
+    n = out.numel()
+    vector_add[(kiln.tile.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+    return out
+
+
+@vector_add_op.register_fake
+def _(x, y):
+    if x.dtype != y.dtype or list(x.shape) != list(y.shape):
+        raise ValueError(f"x and y must have one dtype and shape, got {x.dtype}{list(x.shape)} and {y.dtype}{list(y.shape)}")
+    return kiln.empty_like(x)
+
+
+@vector_add_op.register_autograd
+def _(ctx, grad):
+    return grad, grad
+
+
 def best_ms(fn, reps=20):
     fn()
     times = []
@@ -51,7 +73,14 @@ def main():
     print(f"vector_add on {n} elements: first call (trace + cold compile) {time.perf_counter() - t0:.3f} s, "
           f"{'equal to' if kiln.equal(out, x + y) else 'DIFFERENT from'} x + y")
     k = vector_add.compile(x, y, out, n, BLOCK=1024)
-    print(f"compile alone {k.compile_seconds:.3f} s; generated C++ in {k.source_path}")
+    print(f"compile alone {k.compile_seconds:.3f} s ({'from the disk cache' if k.from_cache else 'compiled'}); "
+          f"generated C++ in {k.source_path}")
+
+    f = kiln.compile(lambda a, b: vector_add_op(a, b).relu() * 2, fullgraph=True)
+    same = kiln.equal(f(x, y), (x + y).relu() * 2)
+    e = f.explain()
+    print(f"mylib::vector_add inside kiln.compile: {e.graph_count} graph, {len(e.breaks)} breaks, "
+          f"{'equal to' if same else 'DIFFERENT from'} eager; the graph:\n{e.graphs[0]}")
     if not args.bench:
         return
 

@@ -8,6 +8,10 @@
 #include <nanobind/stl/vector.h>
 
 #include "bind.h"
+#include "core/tensor_impl.h"
+#include "ops/custom.h"
+#include "ops/fake_mode.h"
+#include "tile/autotune.h"
 #include "tile/builder.h"
 #include "tile/cpu/kernel.h"
 #include "tile/passes/passes.h"
@@ -140,6 +144,12 @@ nb::object getitem(const PyVal& self, nb::handle index) {
     }
   }
   return wrap(v, self.builder);
+}
+
+// The Python objects of kiln.tile.op's ops (never deleted: the registry's functions point at them).
+std::vector<nb::object*>& python_ops() {
+  static std::vector<nb::object*> v;
+  return v;
 }
 
 tile::cpu::Grid grid_of(nb::handle g) {
@@ -375,6 +385,8 @@ void bind_tile(nb::module_& m) {
       .def_prop_ro("source", &tile::cpu::Kernel::source)
       .def_prop_ro("source_path", [](const tile::cpu::Kernel& k) { return k.library().source_path(); })
       .def_prop_ro("compile_seconds", [](const tile::cpu::Kernel& k) { return k.library().compile_seconds(); })
+      .def_prop_ro("from_cache", [](const tile::cpu::Kernel& k) { return k.library().from_cache(); })
+      .def_prop_ro("library_path", [](const tile::cpu::Kernel& k) { return k.library().library_path(); })
       .def("launch", [](const tile::cpu::Kernel& k, nb::handle grid, nb::handle args) {
         // No allocation: the arguments go into a fixed array of the kernel's maximum arity.
         const tile::cpu::Grid g = grid_of(grid);
@@ -393,6 +405,90 @@ void bind_tile(nb::module_& m) {
       });
   t.def("compile", [](tile::Program& p) { return tile::cpu::compile(std::move(p)); }, nb::arg("program"),
         "Compiles a program for the CPU (the program is used up).");
+  // kiln.tile.op: a custom op (ops/custom.h) whose meta, kernel and derivative are the methods
+  // _meta_specs, _run and _run_backward of a Python kiln.tile.CustomOp. They run with the GIL
+  // (a compiled graph may run without it); the meta sees fake inputs under fake mode, so it
+  // allocates nothing; a Python exception from the meta becomes a kiln.Error naming the op
+  // (capture then breaks the graph there, and the eager rerun raises it).
+  t.def("register_op", [](const std::string& name, nb::object pyop) {
+    // The registry outlives the interpreter (static destructors run after it ends), so the
+    // Python op is held through a pointer the registry keeps, and let go at exit (below).
+    auto* self = new nb::object(std::move(pyop));
+    python_ops().push_back(self);
+    auto op = std::make_shared<ops::CustomOp>();
+    op->name = name;
+    op->meta = [self](const TensorList& inputs, const std::vector<double>& scalars) {
+      nb::gil_scoped_acquire gil;
+      TensorList fakes;
+      for (const Tensor& t : inputs) fakes.push_back(t.is_fake() ? t : make_fake(t.spec()));
+      std::vector<TensorSpec> specs;
+      try {
+        ops::FakeModeScope fake;
+        for (nb::handle h : self->attr("_meta_specs")(fakes, scalars)) {
+          TensorSpec s = nb::cast<const Tensor&>(h).spec();
+          s.strides.clear();  // the outputs' sizes and dtypes are the meta's; their layout is the kernel's
+          s.offset = 0;
+          specs.push_back(std::move(s));
+        }
+      } catch (nb::python_error& e) {
+        if (!e.matches(PyExc_Exception)) throw;
+        Error::Info info;
+        info.message = nb::cast<std::string>(nb::str(e.value()));
+        throw Error(std::move(info));
+      }
+      return specs;
+    };
+    op->kernel = [self](const TensorList& inputs, const std::vector<double>& scalars, const std::vector<TensorSpec>&) {
+      nb::gil_scoped_acquire gil;
+      TensorList in, out;  // kernels read their inputs' memory in order: contiguous ones
+      for (const Tensor& t : inputs) in.push_back(t.is_contiguous() ? t : t.contiguous());
+      for (nb::handle h : self->attr("_run")(in, scalars)) out.push_back(nb::cast<const Tensor&>(h));
+      return out;
+    };
+    op->derivative = [self](const ops::GradCtx& g) {
+      nb::gil_scoped_acquire gil;
+      nb::list needs;
+      for (size_t i = 0; i < g.inputs.size(); ++i) needs.append(g.needs(i));
+      TensorList grads;
+      for (nb::handle h : self->attr("_run_backward")(g.inputs, g.outputs, g.grads, g.args.opt_f64s(2).value_or(std::vector<double>{}), needs))
+        grads.push_back(h.is_none() ? Tensor() : nb::cast<const Tensor&>(h));
+      return grads;
+    };
+    ops::register_custom_op(std::move(op));
+  }, nb::arg("name"), nb::arg("op"));
+  nb::module_::import_("atexit").attr("register")(nb::cpp_function([] {
+    for (nb::object* o : python_ops()) *o = nb::object();
+  }));
+
+  // kiln.tile.autotune's timing: the one tuner (tile/autotune.h). configs: [(constexpr pairs,
+  // num_warps, num_stages)]; run(i) launches config i once.
+  t.def("tune", [](const std::string& label, const std::string& kernel, const std::string& key, nb::handle configs,
+                   nb::callable run, int warmup, int repeats) {
+    std::vector<tile::Config> cs;
+    for (nb::handle c : configs) {
+      tile::Config cfg;
+      for (nb::handle kv : c[0]) cfg.constexprs.emplace_back(nb::cast<std::string>(kv[0]), to_scalar(kv[1]));
+      cfg.num_warps = nb::cast<int>(c[1]);
+      cfg.num_stages = nb::cast<int>(c[2]);
+      cs.push_back(std::move(cfg));
+    }
+    // A kiln.Error from a config's launch (a kernel that does not build for it) skips that config,
+    // as in C++; any other Python exception ends the tuning.
+    nb::object kiln_error = nb::module_::import_("kiln._C").attr("Error");
+    auto launch = [&](size_t i) {
+      try {
+        run(i);
+      } catch (nb::python_error& e) {
+        if (!e.matches(kiln_error)) throw;
+        Error::Info info;
+        info.op = "tile.autotune";
+        info.message = e.what();
+        throw Error(std::move(info));
+      }
+    };
+    return tile::tune(label, kernel, key, cs, launch, tile::TuneOptions{warmup, repeats});
+  }, nb::arg("label"), nb::arg("kernel"), nb::arg("key"), nb::arg("configs"), nb::arg("run"), nb::arg("warmup") = 2,
+     nb::arg("repeats") = 7);
 }
 
 }  // namespace kiln::py

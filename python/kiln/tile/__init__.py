@@ -34,7 +34,7 @@ _state = _threading.local()
 __all__ = ["jit", "constexpr", "Value", "program_id", "num_programs", "arange", "zeros", "full", "load",
            "store", "atomic_add", "where", "cast", "sum", "prod", "max", "min", "argmax", "argmin", "cumsum",
            "cumprod", "cummax", "cummin", "dot", "expand_dims", "broadcast_to", "reshape", "permute", "trans",
-           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline"]
+           "cdiv", "div", "static_range", "fori_loop", "cond", "parse", "run_pipeline", "autotune", "Config", "op", "CustomOp"]
 
 
 class constexpr:
@@ -379,3 +379,213 @@ def jit(fn=None):
     if fn is None:
         return jit
     return JITFunction(fn)
+
+
+# --- @autotune
+
+class Config:
+    """One candidate of an autotuned kernel: constexpr values, and the GPU's num_warps / num_stages.
+
+        kiln.tile.Config({"BLOCK": 256}, num_warps=4)
+    """
+
+    def __init__(self, kwargs, num_warps=4, num_stages=3):
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+
+    def all_kwargs(self):
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def __repr__(self):
+        return ", ".join(f"{k}={v}" for k, v in self.all_kwargs().items())
+
+    def __eq__(self, other):
+        return isinstance(other, Config) and self.all_kwargs() == other.all_kwargs()
+
+    __hash__ = None
+
+
+class Autotuner:
+    """A @jit kernel with candidate configs: launch it as kernel[grid](*args) without the tuned
+    constexprs. On the first launch per key (the values of the `key` arguments, and the tensors'
+    dtypes) every config is timed and the fastest kept, in memory and in the disk cache
+    (docs/cache.md); `best_config` is the last one used. The kernel runs warmup + repeats times per
+    config while tuning, so it must compute its outputs from its inputs (no accumulation)."""
+
+    def __init__(self, fn, configs, key, warmup=2, repeats=7):
+        if not isinstance(fn, JITFunction):
+            raise TypeError("kiln.tile.autotune decorates a @kiln.tile.jit kernel: put @kiln.tile.jit below it")
+        configs = list(configs)
+        if not configs:
+            raise ValueError(f"kiln.tile.autotune: {fn.__name__} has no configs")
+        for c in configs:
+            if not isinstance(c, Config):
+                raise TypeError(f"kiln.tile.autotune: configs are kiln.tile.Config objects, got {type(c).__name__}")
+            unknown = [k for k in c.kwargs if k not in fn.constexprs]
+            if unknown:
+                raise ValueError(f"kiln.tile.autotune: {fn.__name__}'s config sets {', '.join(unknown)}, "
+                                 "which is not a constexpr parameter of the kernel")
+        for k in key:
+            if k not in fn.params:
+                raise ValueError(f"kiln.tile.autotune: {fn.__name__}'s key {k} is not a parameter of the kernel")
+        self.fn = fn
+        self.configs = configs
+        self.key = list(key)
+        self.warmup, self.repeats = warmup, repeats
+        self.cache = {}  # key -> Config
+        self.best_config = None
+        self.__name__ = fn.__name__
+        self.__doc__ = fn.__doc__
+        self.__wrapped__ = fn
+
+    def __repr__(self):
+        return f"<kiln.tile autotuned kernel {self.__name__} ({len(self.configs)} configs, key {self.key})>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"kiln.tile: launch {self.__name__} on a grid: {self.__name__}[grid](...)")
+
+    def __getitem__(self, grid):
+        return lambda *args, **kwargs: self.run(grid, args, kwargs)
+
+    def _key(self, args, kwargs):
+        named = dict(zip(self.fn.params, args))
+        named.update(kwargs)
+        parts = []
+        for name in self.fn.params:
+            v = named.get(name)
+            if name in self.key:
+                parts.append(f"{name}={v.dtype}{list(v.shape)}" if isinstance(v, _Tensor) else f"{name}={v!r}")
+            elif isinstance(v, _Tensor):
+                parts.append(f"{name}:{v.dtype}")
+        return ", ".join(parts)
+
+    def run(self, grid, args, kwargs):
+        key = self._key(args, kwargs)
+        config = self.cache.get(key)
+        if config is None:
+            config = self._tune(key, grid, args, kwargs)
+            self.cache[key] = config
+        self.best_config = config
+        self.fn.run(grid, args, {**kwargs, **config.all_kwargs()})
+
+    def _tune(self, key, grid, args, kwargs):
+        # The kernel's identity on disk: its traced program for the first config.
+        code = self.fn.ir(*args, **kwargs, **self.configs[0].all_kwargs())
+        pairs = [(list(c.kwargs.items()), c.num_warps, c.num_stages) for c in self.configs]
+        run = lambda i: self.fn.run(grid, args, {**kwargs, **self.configs[i].all_kwargs()})
+        return self.configs[_t.tune(self.__name__, code, key, pairs, run, self.warmup, self.repeats)]
+
+
+def autotune(configs, key, warmup=2, repeats=7):
+    """Tunes a @kiln.tile.jit kernel over `configs` per value of the `key` arguments (Triton's
+    @triton.autotune):
+
+        @kiln.tile.autotune(configs=[kiln.tile.Config({"BLOCK": 256}), kiln.tile.Config({"BLOCK": 1024})], key=["n"])
+        @kiln.tile.jit
+        def vector_add(x_ptr, y_ptr, out_ptr, n, BLOCK: kiln.tile.constexpr): ...
+
+        vector_add[lambda meta: (kiln.tile.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
+    """
+    return lambda fn: Autotuner(fn, configs, key, warmup, repeats)
+
+
+# --- custom ops
+
+class _GradContext:
+    """What a custom op's backward sees: its inputs, outputs, numbers, and which inputs need a gradient."""
+
+    def __init__(self, inputs, outputs, scalars, needs_input_grad):
+        self.inputs, self.outputs, self.scalars = tuple(inputs), tuple(outputs), tuple(scalars)
+        self.needs_input_grad = tuple(needs_input_grad)
+
+
+def _as_list(r):
+    return list(r) if isinstance(r, (tuple, list)) else [r]
+
+
+class CustomOp:
+    """A custom op made of tile kernels (see kiln.tile.op). Call it like a function of its
+    tensors, then its numbers; register its meta with @op.register_fake and its derivative with
+    @op.register_autograd."""
+
+    def __init__(self, name, impl):
+        self.name = name
+        self._impl = impl
+        self._meta = None
+        self._backward = None
+        self.__name__ = getattr(impl, "__name__", name)
+        self.__doc__ = impl.__doc__
+        self.__wrapped__ = impl
+        _t.register_op(name, self)
+
+    def __repr__(self):
+        return f"<kiln.tile custom op {self.name}>"
+
+    def register_fake(self, fn):
+        """The meta function: fn(*tensors, *numbers) returns the outputs as tensors of the right
+        shapes and dtypes (kiln.empty_like(x), kiln.empty(...)); it runs on fake tensors (no data,
+        no memory) and raises for inputs the op does not take."""
+        self._meta = fn
+        return fn
+
+    def register_autograd(self, backward):
+        """The derivative: backward(ctx, *grads) returns one gradient per tensor input (None where
+        there is none); ctx.inputs, ctx.outputs, ctx.scalars, ctx.needs_input_grad. It may call
+        kiln ops and custom ops."""
+        self._backward = backward
+        return backward
+
+    def __call__(self, *args):
+        tensors, scalars = [], []
+        for a in args:
+            if isinstance(a, _Tensor):
+                if scalars:
+                    raise TypeError(f"{self.name}: tensor arguments come first, then numbers")
+                tensors.append(a)
+            elif isinstance(a, (int, float)):
+                scalars.append(float(a))
+            else:
+                raise TypeError(f"{self.name} takes tensors and numbers, got a {type(a).__name__}")
+        outs = _C._ops.custom(self.name, tensors, scalars or None)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # Called by kiln (python/csrc/tile.cc): the meta, the kernel and the derivative.
+    def _meta_specs(self, inputs, scalars):
+        if self._meta is None:
+            raise TypeError(f"custom op {self.name} has no meta function: define one with "
+                            f"@{self.__name__}.register_fake")
+        return _as_list(self._meta(*inputs, *scalars))
+
+    def _run(self, inputs, scalars):
+        return _as_list(self._impl(*inputs, *scalars))
+
+    def _run_backward(self, inputs, outputs, grads, scalars, needs):
+        if self._backward is None:
+            raise _C.Error(f"custom op {self.name} has no derivative: cannot backpropagate through it "
+                           f"(define one with @{self.__name__}.register_autograd)")
+        r = self._backward(_GradContext(inputs, outputs, scalars, needs), *grads)
+        r = _as_list(r)
+        if len(r) != len(inputs):
+            raise _C.Error(f"custom op {self.name}'s backward returned {len(r)} gradient(s) for {len(inputs)} input(s)")
+        return r
+
+
+def op(name):
+    """Registers a function that launches tile kernels as the custom op `name` ("mylib::vector_add"),
+    the seed's triton_op: callable eagerly, captured by kiln.compile as one graph node (no graph
+    break), differentiable with register_autograd.
+
+        @kiln.tile.op("mylib::vector_add")
+        def vector_add_op(x, y):
+            out = kiln.empty_like(x)
+            vector_add[(kiln.tile.cdiv(x.numel(), 1024),)](x, y, out, x.numel(), BLOCK=1024)
+            return out
+
+        @vector_add_op.register_fake
+        def _(x, y):
+            return kiln.empty_like(x)
+
+    Tensors come first, then numbers (numbers reach the functions as floats). Registering a name
+    again replaces the op."""
+    return lambda fn: CustomOp(name, fn)

@@ -15,6 +15,9 @@
 #include <mutex>
 
 #include <kiln/error.h>
+#include <kiln/log.h>
+
+#include "runtime/cache.h"
 
 namespace kiln::tile::cpu {
 namespace {
@@ -79,11 +82,6 @@ WorkDir& dir() {
   return d;
 }
 
-uint64_t fnv1a(uint64_t h, const std::string& s) {
-  for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  return (h ^ 0xff) * 1099511628211ull;  // a separator, so ("ab", "c") and ("a", "bc") differ
-}
-
 // Libraries loaded in this process, by key: a kernel compiled twice is loaded once (and an
 // object is never rewritten while it is mapped).
 std::mutex g_loaded_mu;
@@ -100,6 +98,56 @@ void write_file(const std::string& path, const std::string& text) {
   std::filesystem::rename(tmp, path);
 }
 
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+// What the compiler is, without running it: the executable's resolved path, size and time
+// (an upgrade or a rebuild of the compiler changes one of them).
+std::string compiler_identity(const std::string& command) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path exe = command;
+  if (command.find('/') == std::string::npos) {
+    exe.clear();
+    const char* path = std::getenv("PATH");
+    std::string dirs = path ? path : "/usr/bin:/bin";
+    for (size_t at = 0; at <= dirs.size();) {
+      const size_t end = std::min(dirs.find(':', at), dirs.size());
+      const fs::path candidate = fs::path(dirs.substr(at, end - at)) / command;
+      if (access(candidate.c_str(), X_OK) == 0) {
+        exe = candidate;
+        break;
+      }
+      at = end + 1;
+    }
+  }
+  const fs::path real = exe.empty() ? fs::path() : fs::canonical(exe, ec);
+  if (real.empty() || ec) return "unresolved " + command;
+  const auto size = fs::file_size(real, ec);
+  const auto time = fs::last_write_time(real, ec).time_since_epoch().count();
+  return real.string() + " " + std::to_string(size) + " " + std::to_string(time);
+}
+
+// The target the objects are built for (-march=native): the CPU's model and feature flags.
+std::string host_arch() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line, model, flags;
+  while (std::getline(f, line) && (model.empty() || flags.empty())) {
+    if (model.empty() && line.rfind("model name", 0) == 0) model = line;
+    if (flags.empty() && line.rfind("flags", 0) == 0) flags = line;
+  }
+#if defined(__x86_64__)
+  const char* machine = "x86_64";
+#elif defined(__aarch64__)
+  const char* machine = "aarch64";
+#else
+  const char* machine = "other";
+#endif
+  return std::string(machine) + "\n" + model + "\n" + flags;
+}
+
 }  // namespace
 
 const Compiler& compiler() {
@@ -107,8 +155,8 @@ const Compiler& compiler() {
     Compiler k;
     const char* env = std::getenv("KILN_CXX");
     k.command = env && *env ? env : "c++";
-    const Command v = run(quote(k.command) + " --version");
-    k.version = v.status == 0 ? v.output.substr(0, v.output.find('\n')) : "unknown";
+    k.identity = compiler_identity(k.command);
+    k.arch = host_arch();
     // -ffp-contract=off: no multiply-add contraction, so elementwise math rounds as eager's
     // (dot calls fma itself). -fno-math-errno lets sqrt vectorize; results are the same.
     k.flags = {"-std=c++17", "-O3", "-march=native", "-fopenmp", "-shared", "-fPIC", "-ffp-contract=off", "-fno-math-errno"};
@@ -119,14 +167,9 @@ const Compiler& compiler() {
 
 std::string cache_key(const std::string& source) {
   const Compiler& c = compiler();
-  uint64_t h = 14695981039346656037ull;
-  h = fnv1a(h, source);
-  h = fnv1a(h, c.command);
-  h = fnv1a(h, c.version);
-  for (const std::string& f : c.flags) h = fnv1a(h, f);
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  return buf;
+  std::string flags;
+  for (const std::string& f : c.flags) flags += f + " ";
+  return runtime::cache::hash({source, c.command, c.identity, flags, c.arch, runtime::cache::kiln_version()});
 }
 
 const std::string& work_dir() { return dir().path; }
@@ -141,6 +184,22 @@ void* Library::symbol(const std::string& name) const {
   return s;
 }
 
+namespace {
+
+// Loads a shared object; null (and the loader's message in `error`) when dlopen refuses it.
+void* open_library(const std::string& path, std::string& error) {
+  void* h = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!h) {
+    const char* e = dlerror();
+    error = e ? e : "unknown error";
+  }
+  return h;
+}
+
+constexpr const char* kCacheNamespace = "tile-cpu";
+
+}  // namespace
+
 std::shared_ptr<Library> compile_source(const std::string& source, const std::string& stem) {
   const std::string key = cache_key(source);
   {
@@ -150,35 +209,52 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
   }
   const Compiler& c = compiler();
   const std::string base = dir().path + "/" + stem + "-" + key;
-  const std::string src = base + ".cc", so = base + ".so";
-  write_file(src, source);
-  // Compiled under a name of its own, then renamed: a concurrent compile of the same kernel, or
-  // an earlier copy still mapped, never sees a half-written object.
-  const std::string tmp_so = base + ".tmp" + std::to_string(g_counter++) + ".so";
-  std::string cmd = quote(c.command);
-  for (const std::string& f : c.flags) cmd += " " + f;
-  cmd += " -o " + quote(tmp_so) + " " + quote(src);
-  const auto t0 = std::chrono::steady_clock::now();
-  const Command r = run(cmd);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  if (r.status != 0) {
-    dir().keep(src);
-    std::string msg = r.output.size() > 8000 ? r.output.substr(0, 8000) + "\n[... cut]" : r.output;
-    if (r.status == -1 || msg.empty()) msg = "(no output; is " + c.command + " installed? set KILN_CXX to a C++ compiler)";
-    fail("the generated source " + src + " did not compile (" + c.command + "):\n" + msg,
-         "the file is kept for a look; set KILN_CXX to use another compiler");
-  }
-  std::filesystem::rename(tmp_so, so);
+  const std::string src = base + ".cc", entry = stem + "-" + key + ".so";
+  write_file(src, source);  // also on a hit: source_path() shows what runs
   auto lib = std::shared_ptr<Library>(new Library());
-  lib->handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib->handle_) {
-    const char* e = dlerror();
-    fail("cannot load the compiled kernel " + so + ": " + (e ? e : "unknown error"));
-  }
   lib->source_path_ = src;
-  lib->library_path_ = so;
   lib->key_ = key;
-  lib->seconds_ = seconds;
+  // A warm process loads the object the disk cache holds (checked by get_path) and compiles
+  // nothing; one dlopen refuses is removed and rebuilt.
+  std::string error;
+  if (auto cached = runtime::cache::get_path(kCacheNamespace, entry)) {
+    if ((lib->handle_ = open_library(*cached, error))) {
+      lib->library_path_ = *cached;
+      lib->from_cache_ = true;
+    } else {
+      KILN_LOG(cache) << "the cached object " << *cached << " does not load (" << error << "); removed, it is rebuilt";
+      runtime::cache::remove(kCacheNamespace, entry);
+    }
+  }
+  if (!lib->handle_) {
+    // Compiled under a name of its own, then stored or renamed: a concurrent compile of the same
+    // kernel, or an earlier copy still mapped, never sees a half-written object.
+    const std::string tmp_so = base + ".tmp" + std::to_string(g_counter++) + ".so";
+    std::string cmd = quote(c.command);
+    for (const std::string& f : c.flags) cmd += " " + f;
+    cmd += " -o " + quote(tmp_so) + " " + quote(src);
+    const auto t0 = std::chrono::steady_clock::now();
+    const Command r = run(cmd);
+    lib->seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (r.status != 0) {
+      dir().keep(src);
+      std::string msg = r.output.size() > 8000 ? r.output.substr(0, 8000) + "\n[... cut]" : r.output;
+      if (r.status == -1 || msg.empty()) msg = "(no output; is " + c.command + " installed? set KILN_CXX to a C++ compiler)";
+      fail("the generated source " + src + " did not compile (" + c.command + "):\n" + msg,
+           "the file is kept for a look; set KILN_CXX to use another compiler");
+    }
+    std::string so = base + ".so";
+    std::error_code ec;
+    if (auto stored = runtime::cache::put(kCacheNamespace, entry, read_file(tmp_so))) {
+      so = *stored;
+      std::filesystem::remove(tmp_so, ec);
+    } else {
+      std::filesystem::rename(tmp_so, so);
+    }
+    if (!(lib->handle_ = open_library(so, error))) fail("cannot load the compiled kernel " + so + ": " + error);
+    lib->library_path_ = so;
+    KILN_LOG(cache) << "compiled " << stem << " in " << lib->seconds_ << " s";
+  }
   std::lock_guard<std::mutex> lock(g_loaded_mu);
   g_loaded[key] = lib;
   return lib;

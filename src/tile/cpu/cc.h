@@ -1,6 +1,7 @@
 // Compiling generated C++ with the system compiler into a shared object, loaded with dlopen.
-// For now each process compiles into its own temporary folder; the disk cache comes next, keyed
-// by cache_key() (a content hash of the source, the compiler and its flags).
+// Objects are kept in the disk cache (runtime/cache.h, namespace "tile-cpu") under cache_key():
+// a process that finds its kernels there loads them and runs no compiler. Sources go to a
+// per-process temporary folder.
 #pragma once
 #include <memory>
 #include <string>
@@ -10,12 +11,14 @@ namespace kiln::tile::cpu {
 
 struct Compiler {
   std::string command;             // $KILN_CXX, else "c++"
-  std::string version;             // the first line of `<command> --version`
+  std::string identity;            // the executable's resolved path, size and time (no process run)
   std::vector<std::string> flags;  // -O3 -march=native -fopenmp -shared -fPIC ...
+  std::string arch;                // what -march=native targets: the CPU's model and feature flags
 };
 const Compiler& compiler();
 
-// The key a disk cache will file the compiled object under: a hash of source, compiler, flags.
+// The key the disk cache files the compiled object under: a hash of the source, the compiler,
+// its flags, the target CPU and kiln's version.
 std::string cache_key(const std::string& source);
 
 // A loaded shared object. Unloaded when the last kernel using it goes.
@@ -28,7 +31,8 @@ class Library {
   const std::string& source_path() const { return source_path_; }
   const std::string& library_path() const { return library_path_; }
   const std::string& key() const { return key_; }
-  double compile_seconds() const { return seconds_; }
+  double compile_seconds() const { return seconds_; }  // 0 when loaded from the disk cache
+  bool from_cache() const { return from_cache_; }
 
  private:
   friend std::shared_ptr<Library> compile_source(const std::string& source, const std::string& stem);
@@ -36,10 +40,12 @@ class Library {
   void* handle_ = nullptr;
   std::string source_path_, library_path_, key_;
   double seconds_ = 0;
+  bool from_cache_ = false;
 };
 
-// Writes `source` to <temp dir>/<stem>-<key>.cc, compiles and loads it. A compiler error throws
-// kiln::Error with the source file's path and the compiler's message (the file is kept).
+// Writes `source` to <temp dir>/<stem>-<key>.cc and loads the disk cache's object for it, or
+// compiles it (and stores the object there). A compiler error throws kiln::Error with the
+// source file's path and the compiler's message (the file is kept).
 std::shared_ptr<Library> compile_source(const std::string& source, const std::string& stem);
 // The process's folder for generated sources and objects (emptied and removed at exit, but for
 // sources that failed to compile; KILN_TILE_KEEP=1 keeps everything).

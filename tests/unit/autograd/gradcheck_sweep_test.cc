@@ -5,6 +5,7 @@
 
 #include <map>
 
+#include "ops/custom.h"
 #include "ops/dispatch.h"
 #include "support/test_util.h"
 
@@ -307,6 +308,24 @@ std::map<std::string, Samples> all_samples() {
        })}};
   m["normalize"] = over3d([](auto& x) { return normalize(x, 2, 1); });
   m["glu"] = over3d([](auto& x) { return glu(x, -1); });
+  // custom: a registered custom op (ops/custom.h) whose derivative is its own: x * sin(y).
+  m["custom"] = {{"x*sin(y)", {G({3, 4}), G({3, 4})}, one([](const TensorList& in) {
+                    static const bool registered = [] {
+                      auto op = std::make_shared<ops::CustomOp>();
+                      op->name = "gradcheck::mul_sin";
+                      op->meta = [](const TensorList& t, const std::vector<double>&) { return std::vector<TensorSpec>{t[0].spec()}; };
+                      op->kernel = [](const TensorList& t, const std::vector<double>&, const std::vector<TensorSpec>&) {
+                        return TensorList{t[0] * t[1].sin()};
+                      };
+                      op->derivative = [](const ops::GradCtx& g) {
+                        return TensorList{g.grads[0] * g.inputs[1].sin(), g.grads[0] * g.inputs[0] * g.inputs[1].cos()};
+                      };
+                      ops::register_custom_op(op);
+                      return true;
+                    }();
+                    (void)registered;
+                    return ops::call_custom_op("gradcheck::mul_sin", {in[0], in[1]})[0];
+                  })}};
   return m;
 }
 

@@ -61,9 +61,10 @@ TEST(OpRegistry, FamilyAndDtypeColumnsAgreeWithKindAndFlags) {
     if (op.kind == OpKind::PRIM) EXPECT_NE(op.family, OpFamily::VIEW) << op.name << ": a view family prim is a VIEW";
     if (op.family == OpFamily::RANDOM) EXPECT_TRUE(op.flags & RANDOM) << op.name;
     if (op.family == OpFamily::MUTATION) EXPECT_TRUE(op.flags & MUTATES) << op.name;
-    // Every prim has a dtype rule (full's dtype comes from its fill value: no rule); composites
-    // have none unless their family's meta serves their fast kernel.
-    if (op.kind != OpKind::COMPOSITE && op.id != OpId::full)
+    // Every prim has a dtype rule (full's dtype comes from its fill value, custom's from the
+    // registered op's meta: no rule); composites have none unless their family's meta serves
+    // their fast kernel.
+    if (op.kind != OpKind::COMPOSITE && op.id != OpId::full && op.id != OpId::custom)
       EXPECT_NE(op.dtype_rule, DTypeRule::NONE) << op.name << ": a prim without a dtype rule";
     if (op.kind == OpKind::COMPOSITE && op.dtype_rule != DTypeRule::NONE)
       EXPECT_TRUE(op.kernel(kiln::DeviceType::CPU) && op.meta) << op.name << ": a composite with a dtype rule but no fast kernel";
