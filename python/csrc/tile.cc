@@ -449,8 +449,12 @@ void bind_tile(nb::module_& m) {
       nb::gil_scoped_acquire gil;
       nb::list needs;
       for (size_t i = 0; i < g.inputs.size(); ++i) needs.append(g.needs(i));
+      // ctx.outputs: read through the version check (an output modified in place since the
+      // forward is an error, as for every saved tensor).
+      TensorList outputs;
+      for (size_t i = 0; i < g.outputs.size(); ++i) outputs.push_back(g.outputs[i]);
       TensorList grads;
-      for (nb::handle h : self->attr("_run_backward")(g.inputs, g.outputs, g.grads, g.args.opt_f64s(2).value_or(std::vector<double>{}), needs))
+      for (nb::handle h : self->attr("_run_backward")(g.inputs, outputs, g.grads, g.args.opt_f64s(2).value_or(std::vector<double>{}), needs))
         grads.push_back(h.is_none() ? Tensor() : nb::cast<const Tensor&>(h));
       return grads;
     };

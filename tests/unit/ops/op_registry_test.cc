@@ -57,9 +57,9 @@ TEST(OpRegistry, FamilyAndDtypeColumnsAgreeWithKindAndFlags) {
   for (int i = 0; i < kNumOps; ++i) {
     const OpInfo& op = op_info(OpId(i));
     // The view prims are the VIEW family's prims; composites of views are VIEW too.
-    if (op.kind == OpKind::VIEW) EXPECT_EQ(op.family, OpFamily::VIEW) << op.name;
-    if (op.kind == OpKind::PRIM) EXPECT_NE(op.family, OpFamily::VIEW) << op.name << ": a view family prim is a VIEW";
-    if (op.family == OpFamily::RANDOM) EXPECT_TRUE(op.flags & RANDOM) << op.name;
+    if (op.kind == OpKind::VIEW) { EXPECT_EQ(op.family, OpFamily::VIEW) << op.name; }
+    if (op.kind == OpKind::PRIM) { EXPECT_NE(op.family, OpFamily::VIEW) << op.name << ": a view family prim is a VIEW"; }
+    if (op.family == OpFamily::RANDOM) { EXPECT_TRUE(op.flags & RANDOM) << op.name; }
     if (op.family == OpFamily::MUTATION) EXPECT_TRUE(op.flags & MUTATES) << op.name;
     // Every prim has a dtype rule (full's dtype comes from its fill value, custom's from the
     // registered op's meta: no rule); composites have none unless their family's meta serves
