@@ -21,6 +21,13 @@ bool same_strides(const SymShape& sizes, const SymShape& a, const SymShape& b) {
 // The row-major index of flat position q in sizes.
 Index unflatten(const ExprPtr& q, const SymShape& sizes) {
   Index idx(sizes.size());
+  // A root with a size-0 dim has no elements: no index is ever read (and its strides and sizes
+  // would divide by zero).
+  for (const SymInt& s : sizes)
+    if (sym::statically_known_equal(s, SymInt(0))) {
+      for (ExprPtr& e : idx) e = SymInt(0).as_expr();
+      return idx;
+    }
   const SymShape st = contiguous_strides(sizes);
   for (size_t d = 0; d < sizes.size(); ++d) {
     ExprPtr e = sym::floordiv(q, st[d].as_expr());
