@@ -11,6 +11,21 @@ namespace kiln::ops {
 namespace {
 // infer_size and view_strides are written once for SymInt and for plain int64_t: views of
 // concrete tensors (nearly all eager calls) skip SymInt's out-of-line arithmetic.
+// a * b for the element count of shape `requested`; an overflow of int64 is an error.
+inline int64_t times_checked(int64_t a, int64_t b, const std::vector<int64_t>& requested) {
+  int64_t r = 0;
+  KILN_CHECK(!__builtin_mul_overflow(a, b, &r), "shape ", shape_str(requested),
+             " has more elements than int64 can count (size overflow)");
+  return r;
+}
+inline SymInt times_checked(const SymInt& a, const SymInt& b, const std::vector<SymInt>& requested) {
+  if (a.is_symbolic() || b.is_symbolic()) return a * b;
+  int64_t r = 0;
+  KILN_CHECK(!__builtin_mul_overflow(a.value(), b.value(), &r), "shape ", shape_str(requested),
+             " has more elements than int64 can count (size overflow)");
+  return SymInt(r);
+}
+
 template <class I>
 std::vector<I> infer_size_t(const std::vector<I>& requested, const I& numel) {
   std::vector<I> out = requested;
@@ -22,7 +37,7 @@ std::vector<I> infer_size_t(const std::vector<I>& requested, const I& numel) {
       infer = int(i);
     } else {
       KILN_CHECK(out[i] >= 0, "invalid size ", out[i], " in shape ", shape_str(requested));
-      known = known * out[i];
+      known = times_checked(known, out[i], requested);
     }
   }
   if (infer >= 0) {
