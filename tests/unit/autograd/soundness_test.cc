@@ -2,24 +2,15 @@
 // output written through a detach()ed alias, hooks and .grad assignments of another shape or
 // dtype, and graphs too long to free or walk by recursion. PyTorch's behaviour is noted per case.
 #include <gtest/gtest.h>
+
+#include "support/test_util.h"
 #include <kiln/kiln.h>
 
 #include <cmath>
 #include <string>
 
 using namespace kiln;
-
-namespace {
-template <class F>
-void expect_error(F f, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning: " << what;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
-}  // namespace
+using kiln::test::expect_error;
 
 TEST(SavedVersions, OutputWrittenThroughADetachedAliasIsCaught) {
   // exp's derivative reads its output. d shares y's memory (and version counter), so zeroing it

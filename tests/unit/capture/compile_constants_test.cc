@@ -7,6 +7,7 @@
 
 namespace kiln {
 namespace {
+using test::expect_error;
 
 using test::random_tensor;
 
@@ -14,16 +15,6 @@ bool mentions(const std::vector<std::string>& lines, const std::string& a, const
   for (const std::string& l : lines)
     if (l.find(a) != std::string::npos && l.find(b) != std::string::npos) return true;
   return false;
-}
-
-template <class F>
-void expect_error(F&& f, const std::string& text) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one saying: " << text;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
-  }
 }
 
 void expect_equal(const Tensor& a, const Tensor& b) {

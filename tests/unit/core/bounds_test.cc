@@ -2,6 +2,8 @@
 // bytes other than 0/1: each is a kiln::Error, never a crash or a silently wrong tensor
 // (issue 15, parts B and C). What PyTorch does for the same call is noted beside each case.
 #include <gtest/gtest.h>
+
+#include "support/test_util.h"
 #include <kiln/kiln.h>
 
 #include <cstdint>
@@ -11,20 +13,11 @@
 #include "core/tensor_impl.h"
 
 using namespace kiln;
+using kiln::test::expect_error;
 
 namespace {
 constexpr int64_t k62 = int64_t(1) << 62, k61 = int64_t(1) << 61, k32 = int64_t(1) << 32, k31 = int64_t(1) << 31;
 
-// The error's text contains `what` (and the call threw a kiln::Error at all).
-template <class F>
-void expect_error(F f, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << "no error; expected one mentioning: " << what;
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find(what), std::string::npos) << e.what();
-  }
-}
 }  // namespace
 
 TEST(SizeChecks, ElementAndByteCountsNeverWrap) {

@@ -11,6 +11,17 @@
 
 namespace kiln::test {
 
+// f() throws a kiln::Error whose text contains `text` (a failure if it throws none).
+template <class F>
+void expect_error(F&& f, const std::string& text) {
+  try {
+    f();
+    ADD_FAILURE() << "no error; expected one saying: " << text;
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(text), std::string::npos) << e.what();
+  }
+}
+
 inline std::mt19937_64& rng() {
   static std::mt19937_64 r(1234);
   return r;
