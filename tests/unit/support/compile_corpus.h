@@ -76,26 +76,33 @@ inline void expect_within_dtype(const Tensor& a, const Tensor& b, const std::str
   }
 }
 
+// Calls `compiled` and fn on fresh arguments make(i), i < calls, each after manual_seed(seed) so
+// random ops draw the same numbers, and compares outputs and argument tensors with `same`.
+constexpr uint64_t kCorpusSeed = 20261129;
+template <class F, class C, class Make, class Same>
+void compare_calls(F fn, C& compiled, Make make, int calls, Same same) {
+  for (int i = 0; i < calls; i++) {
+    SCOPED_TRACE("call " + std::to_string(i));
+    auto eager_args = make(i), compiled_args = make(i);
+    manual_seed(kCorpusSeed);
+    auto want = flat(std::apply(fn, eager_args));
+    manual_seed(kCorpusSeed);
+    auto got = flat(std::apply(compiled, compiled_args));
+    EXPECT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < std::min(got.size(), want.size()); k++) same(got[k], want[k], "output " + std::to_string(k));
+    auto ga = tensors_of(compiled_args), wa = tensors_of(eager_args);
+    for (size_t k = 0; k < ga.size(); k++) same(ga[k], wa[k], "argument tensor " + std::to_string(k) + " after the call");
+  }
+}
+
 // The same calls through the "inductor" backend, compared with eager within dtype tolerances
 // (run by check() for every corpus function compiled with the default backend).
 template <class F, class Make>
 void check_inductor(const std::string& name, F fn, Make make, int calls, int total, CompileOptions o) {
   SCOPED_TRACE(name + " (backend inductor)");
-  const uint64_t seed = 20261129;
   o.backend = "inductor";
   auto compiled = compile(fn, o);
-  for (int i = 0; i < calls; i++) {
-    SCOPED_TRACE("call " + std::to_string(i));
-    auto eager_args = make(i), compiled_args = make(i);
-    manual_seed(seed);
-    auto want = flat(std::apply(fn, eager_args));
-    manual_seed(seed);
-    auto got = flat(std::apply(compiled, compiled_args));
-    EXPECT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < std::min(got.size(), want.size()); k++) expect_within_dtype(got[k], want[k], "output " + std::to_string(k));
-    auto ga = tensors_of(compiled_args), wa = tensors_of(eager_args);
-    for (size_t k = 0; k < ga.size(); k++) expect_within_dtype(ga[k], wa[k], "argument tensor " + std::to_string(k) + " after the call");
-  }
+  compare_calls(fn, compiled, make, calls, [](auto&&... a) { expect_within_dtype(a...); });
   EXPECT_EQ(compiled.report().graph_count, total) << describe(compiled.report());
 }
 
@@ -105,20 +112,9 @@ void check_inductor(const std::string& name, F fn, Make make, int calls, int tot
 template <class F, class Make>
 ExplainReport check(const std::string& name, F fn, Make make, Expect e, int calls = 2, const CompileOptions& o = {}) {
   SCOPED_TRACE(name);
-  const uint64_t seed = 20261129;
+  const uint64_t seed = kCorpusSeed;
   auto compiled = compile(fn, o);
-  for (int i = 0; i < calls; i++) {
-    SCOPED_TRACE("call " + std::to_string(i));
-    auto eager_args = make(i), compiled_args = make(i);
-    manual_seed(seed);
-    auto want = flat(std::apply(fn, eager_args));
-    manual_seed(seed);
-    auto got = flat(std::apply(compiled, compiled_args));
-    EXPECT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < std::min(got.size(), want.size()); k++) expect_bitwise(got[k], want[k], "output " + std::to_string(k));
-    auto ga = tensors_of(compiled_args), wa = tensors_of(eager_args);
-    for (size_t k = 0; k < ga.size(); k++) expect_bitwise(ga[k], wa[k], "argument tensor " + std::to_string(k) + " after the call");
-  }
+  compare_calls(fn, compiled, make, calls, [](auto&&... a) { expect_bitwise(a...); });
   ExplainReport r = compiled.report();
   const int total = e.total < 0 ? e.graphs : e.total;
   EXPECT_EQ(r.graph_count, total) << describe(r);
