@@ -11,6 +11,12 @@ namespace kiln {
 // argument (std::source_location::current() evaluates at the call site).
 using SourceLoc = std::source_location;
 
+// The file of a source location as kiln shows it (errors, graph node origins, kernel comments):
+// kiln's own files relative to its source tree, so messages do not depend on where it was built;
+// any other file as the compiler named it.
+const char* source_file(const SourceLoc& loc);
+const char* source_file(const char* file);
+
 class Error : public std::runtime_error {
  public:
   struct Info {

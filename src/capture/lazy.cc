@@ -33,7 +33,7 @@ ExplainReport::Break user_location(const std::string& reason) {
     b.file = file, b.line = line;
   }
   if (b.file.empty())
-    if (const SourceLoc* loc = ops::current_call_site()) b.file = loc->file_name(), b.line = loc->line();
+    if (const SourceLoc* loc = ops::current_call_site()) b.file = source_file(*loc), b.line = loc->line();
   return b;
 }
 

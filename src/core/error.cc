@@ -16,6 +16,13 @@ CallSite::~CallSite() {
 }
 const SourceLoc* current_call_site() { return t_site; }
 
+const char* source_file(const char* file) {
+  for (std::string_view root : {std::string_view(KILN_SOURCE_DIR), std::string_view(KILN_SOURCE_FROM_BUILD)})
+    if (root.size() > 1 && std::string_view(file).starts_with(root)) return file + root.size();
+  return file;
+}
+const char* source_file(const SourceLoc& loc) { return source_file(loc.file_name()); }
+
 Error::Error(Info info) : std::runtime_error(render(info)), info_(std::move(info)) {}
 
 std::string Error::render(const Info& i) {
@@ -34,7 +41,7 @@ void fail(std::string message, std::string hint) {
   info.message = std::move(message);
   info.hint = std::move(hint);
   if (const SourceLoc* loc = current_call_site()) {
-    info.file = loc->file_name();
+    info.file = source_file(*loc);
     info.line = loc->line();
   }
   throw Error(std::move(info));

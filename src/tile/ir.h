@@ -53,7 +53,7 @@ struct Origin {
   std::string file;
   int line = 0;
   std::string op;
-  static Origin at(const SourceLoc& loc) { return {loc.file_name(), int(loc.line()), {}}; }
+  static Origin at(const SourceLoc& loc) { return {source_file(loc), int(loc.line()), {}}; }
   bool known() const { return !file.empty(); }
   std::string str() const;
   bool operator==(const Origin&) const = default;

@@ -14,7 +14,7 @@ namespace {
 
 using ops::OpId;
 
-bool from_here(const Origin& o) { return o.file && std::strcmp(o.file, __FILE__) == 0; }
+bool from_here(const Origin& o) { return o.file && std::strcmp(o.file, source_file(__FILE__)) == 0; }
 
 TEST(GraphOrigin, TracedThroughDecomposeJointAndPartition) {
   capture::Tracer tracer;
