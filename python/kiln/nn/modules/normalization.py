@@ -149,3 +149,63 @@ class BatchNorm1d(_BatchNorm):
 
 class BatchNorm2d(_BatchNorm):
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _dims = (5,)
+
+
+class _InstanceNorm(Module):
+    """Per-sample, per-channel normalisation; torch's defaults (affine=False, no running stats)."""
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        _checks.sizes(type(self).__name__, num_features=num_features)
+        if track_running_stats:
+            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not supported")
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine(self, (num_features,), affine, bias, dtype)
+        self.reset_parameters()
+
+    def reset_parameters(self):
+        _reset_affine(self)
+
+    def forward(self, input):
+        n = self._spatial
+        if input.dim() not in (n + 1, n + 2):
+            raise ValueError(f"{type(self).__name__}: expected {n + 1}D or {n + 2}D input (got {input.dim()}D input)")
+        batched = input.dim() == n + 2
+        x = input if batched else input.unsqueeze(0)
+        y = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        return y if batched else y.squeeze(0)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"

@@ -1,0 +1,333 @@
+"""kiln.nn's further layers and nn.functional against PyTorch: each module gets the torch
+module's weights through load_state_dict (so names and shapes must be torch's), then outputs and
+the gradients of inputs and parameters must match torch's within float32 tolerance."""
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import kiln
+import kiln.nn as knn
+import kiln.nn.functional as KF
+from test_nn import close, copy_weights
+
+
+def randn(*shape, seed=0):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+class Const:
+    """An input that gets no gradient (targets, masks, indices)."""
+
+    def __init__(self, array):
+        self.array = array
+
+
+def _pair(a):
+    """The same input for torch and kiln; float arrays require grad."""
+    if isinstance(a, Const):
+        return torch.tensor(a.array), kiln.tensor(a.array)
+    return torch.tensor(a, requires_grad=True), kiln.tensor(a, requires_grad=True)
+
+
+def run_both(tfn, kfn, inputs, rtol=1e-4, atol=1e-5, tmod=None, kmod=None):
+    """Calls tfn/kfn on the same inputs, compares outputs, then gradients of inputs and parameters."""
+    pairs = [_pair(a) for a in inputs]
+    tout, kout = tfn(*[t for t, _ in pairs]), kfn(*[k for _, k in pairs])
+    close(kout, tout, rtol, atol)
+    if not tout.requires_grad:
+        return
+    w = randn(*tout.shape, seed=99)
+    (tout * torch.tensor(w)).sum().backward()
+    (kout * kiln.tensor(w)).sum().backward()
+    for t, k in pairs:
+        if t.requires_grad:
+            close(k.grad, t.grad, rtol, atol)
+    if tmod is not None:
+        tparams, kparams = dict(tmod.named_parameters()), dict(kmod.named_parameters())
+        assert list(kparams) == list(tparams)
+        for n in tparams:
+            close(kparams[n].grad, tparams[n].grad, rtol, atol)
+
+
+def check_module(make, inputs, **tol):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    copy_weights(tm, km)
+    run_both(tm, km, inputs, tmod=tm, kmod=km, **tol)
+    return tm, km
+
+
+def signs(*shape, seed=0):
+    return Const(np.where(randn(*shape, seed=seed) > 0, 1.0, -1.0).astype(np.float32))
+
+
+def classes(n, c, seed=0):
+    return Const(np.random.default_rng(seed).integers(0, c, n).astype(np.int64))
+
+
+def probs(*shape, seed=0):
+    return Const((1 / (1 + np.exp(-randn(*shape, seed=seed)))).astype(np.float32))
+
+
+X = randn(3, 4, 5)
+X4 = randn(2, 3, 6, 6, seed=1)
+X5 = randn(2, 2, 5, 6, 6, seed=2)
+
+MODULES = [
+    ("ELU", lambda nn: nn.ELU(0.7), [X]),
+    ("CELU", lambda nn: nn.CELU(0.5), [X]),
+    ("SELU", lambda nn: nn.SELU(), [X]),
+    ("GLU", lambda nn: nn.GLU(1), [randn(3, 6, 2)]),
+    ("Hardshrink", lambda nn: nn.Hardshrink(0.6), [X]),
+    ("Hardsigmoid", lambda nn: nn.Hardsigmoid(), [X * 4]),
+    ("Hardswish", lambda nn: nn.Hardswish(), [X * 4]),
+    ("LogSigmoid", lambda nn: nn.LogSigmoid(), [X * 5]),
+    ("Mish", lambda nn: nn.Mish(), [X]),
+    ("PReLU", lambda nn: nn.PReLU(), [X]),
+    ("PReLU-channels", lambda nn: nn.PReLU(4, init=0.1), [X]),
+    ("RReLU-eval", lambda nn: nn.RReLU(0.1, 0.3).eval(), [X]),
+    ("Softplus", lambda nn: nn.Softplus(beta=2, threshold=3), [X * 3]),
+    ("Softshrink", lambda nn: nn.Softshrink(0.4), [X]),
+    ("Softsign", lambda nn: nn.Softsign(), [X]),
+    ("Tanhshrink", lambda nn: nn.Tanhshrink(), [X]),
+    ("Threshold", lambda nn: nn.Threshold(0.1, -2.0), [X]),
+    ("Softmin", lambda nn: nn.Softmin(dim=1), [X]),
+    ("Softmax2d", lambda nn: nn.Softmax2d(), [X4]),
+    ("ConstantPad1d", lambda nn: nn.ConstantPad1d((1, 2), 0.5), [X]),
+    ("ConstantPad2d", lambda nn: nn.ConstantPad2d(1, -1.0), [X4]),
+    ("ConstantPad3d", lambda nn: nn.ConstantPad3d((1, 0, 2, 1, 0, 1), 3.0), [X5]),
+    ("ZeroPad1d", lambda nn: nn.ZeroPad1d(2), [X]),
+    ("ZeroPad2d", lambda nn: nn.ZeroPad2d((1, 2, 0, 1)), [X4]),
+    ("ZeroPad3d", lambda nn: nn.ZeroPad3d(1), [X5]),
+    ("ReflectionPad1d", lambda nn: nn.ReflectionPad1d((2, 1)), [X]),
+    ("ReflectionPad2d", lambda nn: nn.ReflectionPad2d(2), [X4]),
+    ("ReflectionPad3d", lambda nn: nn.ReflectionPad3d(1), [X5]),
+    ("ReplicationPad1d", lambda nn: nn.ReplicationPad1d(3), [X]),
+    ("ReplicationPad2d", lambda nn: nn.ReplicationPad2d((1, 0, 2, 3)), [X4]),
+    ("ReplicationPad3d", lambda nn: nn.ReplicationPad3d(2), [X5]),
+    ("CircularPad1d", lambda nn: nn.CircularPad1d(2), [X]),
+    ("CircularPad2d", lambda nn: nn.CircularPad2d((1, 2, 2, 1)), [X4]),
+    ("CircularPad3d", lambda nn: nn.CircularPad3d(1), [X5]),
+    ("Dropout1d-eval", lambda nn: nn.Dropout1d(0.3).eval(), [X]),
+    ("Dropout2d-eval", lambda nn: nn.Dropout2d(0.3).eval(), [X4]),
+    ("Dropout3d-eval", lambda nn: nn.Dropout3d(0.3).eval(), [X5]),
+    ("AlphaDropout-eval", lambda nn: nn.AlphaDropout(0.3).eval(), [X]),
+    ("PairwiseDistance", lambda nn: nn.PairwiseDistance(p=1.5, keepdim=True), [randn(4, 6), randn(4, 6, seed=3)]),
+    ("CosineSimilarity", lambda nn: nn.CosineSimilarity(dim=-1), [randn(4, 6), randn(4, 6, seed=3)]),
+    ("PixelShuffle", lambda nn: nn.PixelShuffle(2), [randn(2, 8, 3, 3)]),
+    ("PixelUnshuffle", lambda nn: nn.PixelUnshuffle(2), [randn(2, 3, 4, 6)]),
+    ("ChannelShuffle", lambda nn: nn.ChannelShuffle(3), [randn(2, 6, 2, 2)]),
+    ("InstanceNorm1d", lambda nn: nn.InstanceNorm1d(4), [X]),
+    ("InstanceNorm2d-affine", lambda nn: nn.InstanceNorm2d(3, affine=True), [X4]),
+    ("InstanceNorm3d", lambda nn: nn.InstanceNorm3d(2, eps=1e-3), [X5]),
+    ("InstanceNorm2d-nobias", lambda nn: nn.InstanceNorm2d(3, affine=True, bias=False), [X4]),
+    ("InstanceNorm1d-unbatched", lambda nn: nn.InstanceNorm1d(4, affine=True), [randn(4, 7)]),
+    ("LocalResponseNorm", lambda nn: nn.LocalResponseNorm(3, alpha=0.1, beta=0.6, k=2.0), [X4]),
+    ("LocalResponseNorm-3d", lambda nn: nn.LocalResponseNorm(2), [X]),
+    ("BatchNorm3d", lambda nn: nn.BatchNorm3d(2), [X5]),
+    ("Upsample-nearest", lambda nn: nn.Upsample(scale_factor=2), [X4]),
+    ("Upsample-bilinear", lambda nn: nn.Upsample(size=(9, 7), mode="bilinear"), [X4]),
+    ("Upsample-bilinear-ac", lambda nn: nn.Upsample(scale_factor=1.5, mode="bilinear", align_corners=True), [X4]),
+    ("Upsample-linear", lambda nn: nn.Upsample(scale_factor=3, mode="linear"), [X]),
+    ("UpsamplingNearest2d", lambda nn: nn.UpsamplingNearest2d(size=(8, 9)), [X4]),
+    ("UpsamplingBilinear2d", lambda nn: nn.UpsamplingBilinear2d(scale_factor=2), [X4]),
+    ("Unfold", lambda nn: nn.Unfold(3, padding=1, stride=2), [X4]),
+    ("Fold", lambda nn: nn.Fold((4, 5), 2), [randn(2, 12, 12)]),
+    ("AdaptiveAvgPool1d", lambda nn: nn.AdaptiveAvgPool1d(3), [randn(2, 3, 7)]),
+    ("AdaptiveAvgPool3d", lambda nn: nn.AdaptiveAvgPool3d((2, 4, 3)), [X5]),
+    ("AdaptiveMaxPool1d", lambda nn: nn.AdaptiveMaxPool1d(4), [randn(2, 3, 9)]),
+    ("AdaptiveMaxPool2d", lambda nn: nn.AdaptiveMaxPool2d((4, None)), [X4]),
+    ("AdaptiveMaxPool3d", lambda nn: nn.AdaptiveMaxPool3d(2), [X5]),
+    ("AvgPool3d", lambda nn: nn.AvgPool3d(2), [X5]),
+    ("AvgPool3d-pad-ceil", lambda nn: nn.AvgPool3d((3, 2, 3), stride=2, padding=1, ceil_mode=True,
+                                                   count_include_pad=False), [X5]),
+    ("MaxPool3d", lambda nn: nn.MaxPool3d(2), [X5]),
+    ("MaxPool3d-stride-pad", lambda nn: nn.MaxPool3d(3, stride=2, padding=1, ceil_mode=True), [X5]),
+    ("LPPool1d", lambda nn: nn.LPPool1d(2, 3, stride=2), [np.abs(X) + 0.1]),
+    ("LPPool2d", lambda nn: nn.LPPool2d(3, 2), [np.abs(X4) + 0.1]),
+    ("LPPool3d", lambda nn: nn.LPPool3d(2, 2), [np.abs(X5) + 0.1]),
+    ("Bilinear", lambda nn: nn.Bilinear(4, 5, 3), [randn(6, 4), randn(6, 5, seed=4)]),
+    ("Bilinear-3d-nobias", lambda nn: nn.Bilinear(4, 5, 3, bias=False), [randn(2, 6, 4), randn(2, 6, 5, seed=4)]),
+    ("Conv3d", lambda nn: nn.Conv3d(2, 3, (2, 3, 3), stride=(1, 2, 1), padding=1), [X5]),
+    ("ConvTranspose1d", lambda nn: nn.ConvTranspose1d(4, 3, 3, stride=2, padding=1, output_padding=1), [X]),
+    ("ConvTranspose1d-groups", lambda nn: nn.ConvTranspose1d(4, 6, 2, groups=2, dilation=2), [X]),
+    # losses
+    ("MarginRankingLoss", lambda nn: nn.MarginRankingLoss(0.3), [randn(8), randn(8, seed=2), signs(8)]),
+    ("HingeEmbeddingLoss", lambda nn: nn.HingeEmbeddingLoss(0.8, reduction="sum"), [randn(4, 5), signs(4, 5)]),
+    ("SoftMarginLoss", lambda nn: nn.SoftMarginLoss(), [randn(4, 5), signs(4, 5)]),
+    ("MultiLabelSoftMarginLoss", lambda nn: nn.MultiLabelSoftMarginLoss(), [randn(4, 5), probs(4, 5)]),
+    ("MultiLabelSoftMarginLoss-w", lambda nn: nn.MultiLabelSoftMarginLoss(weight=torch.arange(5.0) if nn is torch.nn
+                                                                          else kiln.arange(5.0), reduction="none"),
+     [randn(4, 5), probs(4, 5)]),
+    ("CosineEmbeddingLoss", lambda nn: nn.CosineEmbeddingLoss(0.2), [randn(6, 4), randn(6, 4, seed=5), signs(6)]),
+    ("TripletMarginLoss", lambda nn: nn.TripletMarginLoss(0.5), [randn(5, 4), randn(5, 4, seed=6), randn(5, 4, seed=7)]),
+    ("TripletMarginLoss-swap-p1", lambda nn: nn.TripletMarginLoss(2.0, p=1, swap=True, reduction="none"),
+     [randn(5, 4), randn(5, 4, seed=6), randn(5, 4, seed=7)]),
+    ("TripletMarginWithDistanceLoss", lambda nn: nn.TripletMarginWithDistanceLoss(margin=0.7),
+     [randn(5, 4), randn(5, 4, seed=6), randn(5, 4, seed=7)]),
+    ("PoissonNLLLoss", lambda nn: nn.PoissonNLLLoss(), [randn(4, 5), Const(np.abs(randn(4, 5, seed=3)) * 3)]),
+    ("PoissonNLLLoss-full-nolog", lambda nn: nn.PoissonNLLLoss(log_input=False, full=True),
+     [np.abs(randn(4, 5)) + 0.2, Const(np.round(np.abs(randn(4, 5, seed=3)) * 3))]),
+    ("GaussianNLLLoss", lambda nn: nn.GaussianNLLLoss(), [randn(4, 3), Const(randn(4, 3, seed=2)),
+                                                          np.abs(randn(4, 3, seed=3)) + 0.1]),
+    ("GaussianNLLLoss-full-var1", lambda nn: nn.GaussianNLLLoss(full=True, reduction="sum"),
+     [randn(4, 3), Const(randn(4, 3, seed=2)), np.abs(randn(4, seed=3)) + 0.1]),
+    ("MultiMarginLoss", lambda nn: nn.MultiMarginLoss(), [randn(6, 5), classes(6, 5)]),
+    ("MultiMarginLoss-p2-w", lambda nn: nn.MultiMarginLoss(p=2, margin=0.5, weight=(torch if nn is torch.nn else kiln)
+                                                           .tensor([1.0, 2.0, 0.5, 1.5, 1.0])),
+     [randn(6, 5), classes(6, 5)]),
+    ("MultiLabelMarginLoss", lambda nn: nn.MultiLabelMarginLoss(),
+     [randn(3, 4), Const(np.array([[3, 0, -1, 1], [0, 1, 2, 3], [1, -1, 2, 2]], dtype=np.int64))]),
+    ("NLLLoss2d", lambda nn: nn.NLLLoss(), [randn(2, 3, 4, 4), Const(np.random.default_rng(0).integers(0, 3, (2, 4, 4)))]),
+]
+
+
+@pytest.mark.parametrize("name,make,inputs", MODULES, ids=[c[0] for c in MODULES])
+def test_module_matches_torch(name, make, inputs):
+    check_module(make, inputs)
+
+
+FUNCTIONS = [
+    ("threshold", lambda F: lambda x: F.threshold(x, 0.2, 5.0), [X]),
+    ("celu", lambda F: lambda x: F.celu(x, 2.0), [X]),
+    ("pdist", lambda F: lambda x: F.pdist(x, 1.5), [randn(5, 3)]),
+    ("bilinear", lambda F: F.bilinear, [randn(3, 4), randn(3, 2), randn(5, 4, 2), randn(5)]),
+    ("conv_tbc", lambda F: lambda x, w, b: F.conv_tbc(x, w, b, 1), [randn(7, 2, 3), randn(3, 3, 4), randn(4)]),
+    ("conv_transpose1d", lambda F: lambda x, w: F.conv_transpose1d(x, w, stride=3), [randn(2, 3, 5), randn(3, 2, 4)]),
+    ("affine_grid-2d", lambda F: lambda t: F.affine_grid(t, [2, 3, 4, 5], align_corners=False), [randn(2, 2, 3)]),
+    ("affine_grid-3d-ac", lambda F: lambda t: F.affine_grid(t, [2, 1, 3, 4, 2], align_corners=True), [randn(2, 3, 4)]),
+    ("interpolate-trilinear", lambda F: lambda x: F.interpolate(x, scale_factor=(1.5, 2, 1), mode="trilinear"), [X5]),
+    ("interpolate-recompute", lambda F: lambda x: F.interpolate(x, scale_factor=1.7, mode="bilinear",
+                                                                recompute_scale_factor=True), [X4]),
+    ("upsample_bilinear", lambda F: lambda x: F.upsample_bilinear(x, scale_factor=2), [X4]),
+    ("upsample_nearest", lambda F: lambda x: F.upsample_nearest(x, size=(3, 8)), [X4]),
+    ("embedding_bag-offsets-sum", lambda F: lambda w: F.embedding_bag(
+        (torch if F is torch.nn.functional else kiln).tensor([1, 2, 4, 5, 4, 3, 2, 9]), w,
+        (torch if F is torch.nn.functional else kiln).tensor([0, 4]), mode="sum"), [randn(10, 3)]),
+    ("embedding_bag-2d-max", lambda F: lambda w: F.embedding_bag(
+        (torch if F is torch.nn.functional else kiln).tensor([[1, 2, 4], [5, 4, 3]]), w, mode="max"), [randn(10, 3)]),
+    ("lp_pool2d-p1", lambda F: lambda x: F.lp_pool2d(x, 1.0, 2), [np.abs(X4)]),
+    ("softmin-dtype", lambda F: lambda x: F.softmin(x, 0), [X]),
+    ("relu_", lambda F: lambda x: F.relu_(x * 1.0), [X]),
+    ("native_channel_shuffle", lambda F: lambda x: F.native_channel_shuffle(x, 2), [Const(randn(2, 4, 3))]),
+    ("multi_margin_loss-1d", lambda F: lambda x: F.multi_margin_loss(x, (torch if F is torch.nn.functional else kiln)
+                                                                     .tensor(2)), [randn(5)]),
+    ("dropout2d-p0", lambda F: lambda x: F.dropout2d(x, 0.0), [X4]),
+]
+
+
+@pytest.mark.parametrize("name,make,inputs", FUNCTIONS, ids=[c[0] for c in FUNCTIONS])
+def test_function_matches_torch(name, make, inputs):
+    run_both(make(torch.nn.functional), make(KF), inputs)
+
+
+INPLACE = [
+    ("elu_", lambda F, x: F.elu_(x, 0.3)),
+    ("celu_", lambda F, x: F.celu_(x, 1.5)),
+    ("selu_", lambda F, x: F.selu_(x)),
+    ("leaky_relu_", lambda F, x: F.leaky_relu_(x, 0.3)),
+    ("threshold_", lambda F, x: F.threshold_(x, 0.0, 1.0)),
+    ("rrelu_", lambda F, x: F.rrelu_(x)),
+    ("hardtanh_", lambda F, x: F.hardtanh_(x, -0.5, 0.5)),
+    ("relu_", lambda F, x: F.relu_(x)),
+    ("hardswish-inplace", lambda F, x: F.hardswish(x, inplace=True)),
+    ("mish-inplace", lambda F, x: F.mish(x, inplace=True)),
+    ("ELU-inplace", lambda F, x: (torch.nn if F is torch.nn.functional else knn).ELU(inplace=True)(x)),
+]
+
+
+@pytest.mark.parametrize("name,call", INPLACE, ids=[c[0] for c in INPLACE])
+def test_inplace_forms_write_their_input(name, call):
+    t, k = torch.tensor(X), kiln.tensor(X)
+    tout, kout = call(torch.nn.functional, t), call(KF, k)
+    assert kout is k
+    close(k, t)
+    close(kout, tout)
+
+
+@pytest.mark.parametrize("name,spatial", [("Dropout1d", 1), ("Dropout2d", 2), ("Dropout3d", 3)])
+def test_channel_dropout_zeroes_whole_channels(name, spatial):
+    d = getattr(knn, name)(0.5)
+    x = kiln.ones(*([8, 50] + [3] * spatial))
+    y = d(x).numpy().reshape(8, 50, -1)
+    per_channel = y.max(-1)
+    assert np.all(y.min(-1) == per_channel)  # each channel all kept or all dropped
+    assert set(np.unique(per_channel)) <= {0.0, 2.0}
+    assert 0.35 < (per_channel != 0).mean() < 0.65
+    unbatched = d(kiln.ones(*([50] + [3] * spatial))).numpy().reshape(50, -1)
+    assert np.all(unbatched.min(-1) == unbatched.max(-1))
+
+
+@pytest.mark.parametrize("name", ["AlphaDropout", "FeatureAlphaDropout"])
+def test_alpha_dropout_keeps_zero_mean_unit_variance(name):
+    kiln.manual_seed(0)
+    x = kiln.randn(400, 64, 2, 2)
+    y = getattr(knn, name)(0.3)(x).numpy()
+    assert abs(y.mean()) < 0.05 and abs(y.std() - 1.0) < 0.05
+    # dropped units all take one value: alpha' = -selu's scale * alpha, shifted and scaled as torch
+    a = 1 / math.sqrt((1.7580993408473766 ** 2 * 0.3 + 1) * 0.7)
+    dropped = -1.7580993408473766 * a + 1.7580993408473766 * a * 0.3
+    frac = np.isclose(y, dropped, atol=1e-6).mean()
+    assert 0.25 < frac < 0.35
+
+
+def test_rrelu_training_slopes_within_bounds():
+    x = -kiln.ones(5000)
+    y = -KF.rrelu(x, 0.1, 0.3, training=True).numpy()
+    assert y.min() >= 0.1 and y.max() <= 0.3 and y.std() > 0.03
+    np.testing.assert_allclose(KF.rrelu(x, 0.1, 0.3).numpy(), -0.2, rtol=1e-6)
+
+
+def test_gumbel_softmax_soft_and_hard():
+    kiln.manual_seed(0)
+    logits = kiln.tensor(randn(6, 5), requires_grad=True)
+    soft = KF.gumbel_softmax(logits, tau=0.5)
+    np.testing.assert_allclose(soft.detach().sum(-1).numpy(), 1.0, rtol=1e-5)
+    hard = KF.gumbel_softmax(logits, hard=True)
+    h = hard.detach().numpy()
+    assert np.all(h.sum(-1) == 1) and set(np.unique(h)) == {0.0, 1.0}
+    (hard * kiln.tensor(randn(6, 5, seed=1))).sum().backward()
+    assert np.abs(logits.grad.numpy()).sum() > 0  # straight-through: the soft sample's gradient
+
+
+def test_embedding_bag_module_matches_torch():
+    torch.manual_seed(0)
+    tm, km = torch.nn.EmbeddingBag(10, 3, mode="sum"), knn.EmbeddingBag(10, 3, mode="sum")
+    copy_weights(tm, km)
+    idx, off = np.array([1, 2, 4, 5, 4, 3, 2, 9]), np.array([0, 3, 5])
+    close(km(kiln.tensor(idx), kiln.tensor(off)), tm(torch.tensor(idx), torch.tensor(off)))
+
+
+def test_parameter_dict_and_container():
+    pd = knn.ParameterDict({"a": kiln.ones(2), "b": knn.Parameter(kiln.zeros(3))})
+    pd["c"] = kiln.ones(1)
+    assert list(pd) == ["a", "b", "c"] and len(pd) == 3 and "b" in pd
+    assert isinstance(pd["a"], knn.Parameter) and pd["a"].requires_grad
+    assert [n for n, _ in pd.named_parameters()] == ["a", "b", "c"]
+    tpd = torch.nn.ParameterDict({"a": torch.ones(2), "b": torch.zeros(3), "c": torch.ones(1)})
+    assert list(pd.state_dict()) == list(tpd.state_dict())
+    assert pd.pop("a").shape == (2,) and list(pd.keys()) == ["b", "c"]
+    c = knn.Container(lin=knn.Linear(2, 3))
+    assert [n for n, _ in c.named_parameters()] == ["lin.weight", "lin.bias"]
+
+
+def test_factory_kwargs_and_has_torch_function():
+    for kw in ({}, {"dtype": "x"}, {"device": "cpu", "factory_kwargs": {"dtype": 1}}):
+        assert knn.factory_kwargs(kw) == torch.nn.factory_kwargs(kw)
+    with pytest.raises(TypeError, match="unexpected kwargs"):
+        knn.factory_kwargs({"bogus": 1})
+    with pytest.raises(TypeError, match="specified twice"):
+        knn.factory_kwargs({"dtype": 1, "factory_kwargs": {"dtype": 2}})
+    assert KF.has_torch_function((kiln.ones(1),)) is False
+
+
+def test_reprs_read_as_torch():
+    for make in (lambda nn: nn.ELU(0.5), lambda nn: nn.Softplus(2, 10), lambda nn: nn.ReflectionPad2d(1),
+                 lambda nn: nn.ConstantPad1d(2, 1.5), lambda nn: nn.ZeroPad2d(1), lambda nn: nn.PixelShuffle(2),
+                 lambda nn: nn.Upsample(scale_factor=2), lambda nn: nn.InstanceNorm2d(3),
+                 lambda nn: nn.Bilinear(2, 3, 4), lambda nn: nn.AdaptiveMaxPool2d(3), lambda nn: nn.GLU(),
+                 lambda nn: nn.Hardshrink(), lambda nn: nn.LocalResponseNorm(2), lambda nn: nn.Threshold(0.1, 2.0),
+                 lambda nn: nn.PReLU(), lambda nn: nn.MaxPool3d(2), lambda nn: nn.LPPool2d(2, 3)):
+        assert repr(make(knn)) == repr(make(torch.nn))
