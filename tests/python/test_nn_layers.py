@@ -331,3 +331,134 @@ def test_reprs_read_as_torch():
                  lambda nn: nn.Hardshrink(), lambda nn: nn.LocalResponseNorm(2), lambda nn: nn.Threshold(0.1, 2.0),
                  lambda nn: nn.PReLU(), lambda nn: nn.MaxPool3d(2), lambda nn: nn.LPPool2d(2, 3)):
         assert repr(make(knn)) == repr(make(torch.nn))
+
+
+# --- recurrent layers ----------------------------------------------------------------------------
+def _flat(out):
+    """(output, h_n) or (output, (h_n, c_n)) as a flat list."""
+    if isinstance(out, tuple):
+        return [t for o in out for t in _flat(o)]
+    return [out]
+
+
+RNNS = [
+    ("RNN", lambda nn: nn.RNN(4, 5), (6, 3, 4), None),
+    ("RNN-relu-2layer-bi", lambda nn: nn.RNN(4, 5, 2, nonlinearity="relu", bidirectional=True), (6, 3, 4), "h"),
+    ("RNN-nobias-batchfirst", lambda nn: nn.RNN(4, 5, bias=False, batch_first=True), (3, 6, 4), "h"),
+    ("LSTM", lambda nn: nn.LSTM(4, 5), (6, 3, 4), None),
+    ("LSTM-2layer-bi-batchfirst", lambda nn: nn.LSTM(4, 5, 2, batch_first=True, bidirectional=True), (3, 6, 4), "hc"),
+    ("LSTM-proj", lambda nn: nn.LSTM(4, 6, 2, proj_size=3), (5, 2, 4), "hc"),
+    ("LSTM-proj-bi-nobias", lambda nn: nn.LSTM(4, 6, proj_size=2, bias=False, bidirectional=True), (5, 2, 4), None),
+    ("LSTM-dropout-eval", lambda nn: nn.LSTM(4, 5, 3, dropout=0.5).eval(), (5, 2, 4), None),
+    ("LSTM-unbatched", lambda nn: nn.LSTM(4, 5, 2), (6, 4), "hc"),
+    ("GRU", lambda nn: nn.GRU(4, 5), (6, 3, 4), None),
+    ("GRU-3layer-bi-h0", lambda nn: nn.GRU(4, 5, 3, bidirectional=True), (4, 2, 4), "h"),
+    ("GRU-batchfirst-nobias", lambda nn: nn.GRU(4, 5, 2, bias=False, batch_first=True), (2, 4, 4), None),
+    ("GRU-unbatched", lambda nn: nn.GRU(4, 5), (6, 4), "h"),
+]
+
+
+def _initial_states(m, shape, which):
+    batched = len(shape) == 3
+    n = shape[0 if m.batch_first else 1] if batched else None
+    layers = m.num_layers * (2 if m.bidirectional else 1)
+    hs = m.proj_size or m.hidden_size
+    lead = [layers] + ([n] if batched else [])
+    out = [randn(*lead, hs, seed=11)]
+    if which == "hc":
+        out.append(randn(*lead, m.hidden_size, seed=12))
+    return out
+
+
+@pytest.mark.parametrize("name,make,shape,states", RNNS, ids=[c[0] for c in RNNS])
+def test_recurrent_layer_matches_torch(name, make, shape, states):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    assert [(k, tuple(v.shape)) for k, v in km.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
+    copy_weights(tm, km)
+    arrays = [randn(*shape)] + (_initial_states(tm, shape, states) if states else [])
+    pairs = [_pair(a) for a in arrays]
+    call = lambda m, xs: m(xs[0]) if len(xs) == 1 else m(xs[0], xs[1] if len(xs) == 2 else tuple(xs[1:]))  # noqa
+    touts = _flat(call(tm, [t for t, _ in pairs]))
+    kouts = _flat(call(km, [k for _, k in pairs]))
+    assert len(kouts) == len(touts)
+    tloss, kloss = 0, 0
+    for i, (k, t) in enumerate(zip(kouts, touts)):
+        close(k, t)
+        w = randn(*t.shape, seed=20 + i)
+        tloss = tloss + (t * torch.tensor(w)).sum()
+        kloss = kloss + (k * kiln.tensor(w)).sum()
+    tloss.backward()
+    kloss.backward()
+    for t, k in pairs:
+        close(k.grad, t.grad)
+    for (n, kp), (_, tp) in zip(km.named_parameters(), tm.named_parameters()):
+        close(kp.grad, tp.grad)
+
+
+def test_recurrent_init_and_state_dict_into_torch():
+    km = knn.LSTM(3, 4, 2, bidirectional=True)
+    bound = 1 / math.sqrt(4)
+    for p in km.parameters():
+        v = p.detach().numpy()
+        assert v.min() >= -bound and v.max() <= bound and v.std() > bound / 4
+    tm = torch.nn.LSTM(3, 4, 2, bidirectional=True)
+    tm.load_state_dict({k: torch.tensor(v.detach().numpy()) for k, v in km.state_dict().items()})
+    x = randn(5, 2, 3)
+    close(km(kiln.tensor(x))[0], tm(torch.tensor(x))[0])
+    assert repr(km) == repr(tm)
+    km.flatten_parameters()
+    assert len(km.all_weights) == 4 and len(km.all_weights[0]) == 4
+
+
+def test_recurrent_dropout_between_layers_only_in_training():
+    kiln.manual_seed(0)
+    m = knn.GRU(4, 8, 2, dropout=0.5)
+    x = kiln.tensor(randn(5, 3, 4))
+    a, b = m(x)[0], m(x)[0]
+    assert not np.allclose(a.detach().numpy(), b.detach().numpy())  # masks differ between calls
+    m.eval()
+    np.testing.assert_array_equal(m(x)[0].detach().numpy(), m(x)[0].detach().numpy())
+    one = knn.GRU(4, 8, 1, dropout=0.5)  # one layer: no dropout at all (torch warns)
+    np.testing.assert_array_equal(one(x)[0].detach().numpy(), one(x)[0].detach().numpy())
+
+
+CELLS = [
+    ("RNNCell", lambda nn: nn.RNNCell(4, 5), False),
+    ("RNNCell-relu-nobias", lambda nn: nn.RNNCell(4, 5, bias=False, nonlinearity="relu"), True),
+    ("LSTMCell", lambda nn: nn.LSTMCell(4, 5), True),
+    ("LSTMCell-nostate", lambda nn: nn.LSTMCell(4, 5), False),
+    ("GRUCell", lambda nn: nn.GRUCell(4, 5), True),
+    ("GRUCell-nobias", lambda nn: nn.GRUCell(4, 5, bias=False), False),
+]
+
+
+@pytest.mark.parametrize("batched", [True, False])
+@pytest.mark.parametrize("name,make,with_state", CELLS, ids=[c[0] for c in CELLS])
+def test_cell_matches_torch(name, make, with_state, batched):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    copy_weights(tm, km)
+    lead = (3,) if batched else ()
+    arrays = [randn(*lead, 4)]
+    if with_state:
+        arrays += [randn(*lead, 5, seed=1)] + ([randn(*lead, 5, seed=2)] if "LSTM" in name else [])
+    pairs = [_pair(a) for a in arrays]
+
+    def call(m, xs):
+        if len(xs) == 1:
+            return m(xs[0])
+        return m(xs[0], tuple(xs[1:]) if len(xs) == 3 else xs[1])
+    touts, kouts = _flat(call(tm, [t for t, _ in pairs])), _flat(call(km, [k for _, k in pairs]))
+    tl = sum((t * torch.tensor(randn(*t.shape, seed=5 + i))).sum() for i, t in enumerate(touts))
+    kl = sum((k * kiln.tensor(randn(*k.shape, seed=5 + i))).sum() for i, k in enumerate(kouts))
+    for k, t in zip(kouts, touts):
+        close(k, t)
+    tl.backward()
+    kl.backward()
+    for t, k in pairs:
+        close(k.grad, t.grad)
+    for (_, kp), (_, tp) in zip(km.named_parameters(), tm.named_parameters()):
+        close(kp.grad, tp.grad)
+    assert repr(km) == repr(tm)
