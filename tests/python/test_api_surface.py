@@ -20,8 +20,8 @@ torch = pytest.importorskip("torch")
 # names are added; a rise means kiln lost names).
 NAMESPACES = {
     "torch": ("kiln", 721),
-    "torch.nn": ("kiln.nn", 41),
-    "torch.nn.functional": ("kiln.nn.functional", 30),
+    "torch.nn": ("kiln.nn", 28),
+    "torch.nn.functional": ("kiln.nn.functional", 29),
     "torch.optim": ("kiln.optim", 13),
     "torch.utils.data": ("kiln.utils.data", 29),
 }

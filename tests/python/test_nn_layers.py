@@ -13,6 +13,15 @@ import kiln.nn.functional as KF
 from test_nn import close, copy_weights
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _torch_one_thread():
+    """torch's CPU recurrent kernels crawl when their threads compete on a loaded machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
 def randn(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
@@ -462,3 +471,173 @@ def test_cell_matches_torch(name, make, with_state, batched):
     for (_, kp), (_, tp) in zip(km.named_parameters(), tm.named_parameters()):
         close(kp.grad, tp.grad)
     assert repr(km) == repr(tm)
+
+
+# --- attention and Transformer layers ------------------------------------------------------------
+def _lib(nn):
+    return torch if nn is torch.nn else kiln
+
+
+MHA = [
+    ("kdim-vdim", lambda nn: nn.MultiheadAttention(8, 2, kdim=5, vdim=3), [(4, 2, 8), (6, 2, 5), (6, 2, 3)], {}),
+    ("bias-kv-zero-attn", lambda nn: nn.MultiheadAttention(8, 4, add_bias_kv=True, add_zero_attn=True,
+                                                           batch_first=True), [(2, 4, 8), (2, 5, 8), (2, 5, 8)],
+     {"key_padding_mask": Const(np.array([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0]], dtype=bool)),
+      "attn_mask": Const(np.triu(np.ones((4, 5), dtype=bool), 2))}),
+    ("float-mask-per-head", lambda nn: nn.MultiheadAttention(6, 3), [(4, 2, 6), (5, 2, 6), (5, 2, 6)],
+     {"attn_mask": Const(randn(6, 4, 5, seed=8)), "average_attn_weights": False}),
+    ("unbatched", lambda nn: nn.MultiheadAttention(6, 2, kdim=4, vdim=4), [(4, 6), (5, 4), (5, 4)],
+     {"key_padding_mask": Const(np.array([0, 1, 0, 0, 1], dtype=bool))}),
+]
+
+
+@pytest.mark.parametrize("name,make,shapes,kwargs", MHA, ids=[c[0] for c in MHA])
+def test_multihead_attention_options_match_torch(name, make, shapes, kwargs):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    copy_weights(tm, km)
+    pairs = [_pair(randn(*s, seed=i)) for i, s in enumerate(shapes)]
+    kw = {k: (_pair(v)[0], _pair(v)[1]) if isinstance(v, Const) else (v, v) for k, v in kwargs.items()}
+    tout, tw = tm(*[t for t, _ in pairs], **{k: v[0] for k, v in kw.items()})
+    kout, kw_ = km(*[k for _, k in pairs], **{k: v[1] for k, v in kw.items()})
+    close(kout, tout)
+    close(kw_, tw)
+    (tout * torch.tensor(randn(*tout.shape, seed=9))).sum().backward()
+    (kout * kiln.tensor(randn(*tout.shape, seed=9))).sum().backward()
+    for t, k in pairs:
+        close(k.grad, t.grad)
+    for (n, kp), (tn, tp) in zip(km.named_parameters(), tm.named_parameters()):
+        assert n == tn
+        close(kp.grad, tp.grad)
+
+
+def _masks(nn, L, S, N):
+    M = _lib(nn)
+    causal = nn.Transformer.generate_square_subsequent_mask(L)
+    pad = M.tensor(np.array([[False] * (S - 2) + [True] * 2] + [[False] * S] * (N - 1)))
+    return causal, pad
+
+
+TRANSFORMERS = [
+    ("EncoderLayer", lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0), "enc", False),
+    ("EncoderLayer-normfirst-gelu-bf", lambda nn: nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, activation="gelu",
+                                                                             norm_first=True, batch_first=True),
+     "enc", True),
+    ("Encoder-2-norm", lambda nn: nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 4, 12, dropout=0.0), 2,
+                                                        norm=nn.LayerNorm(8)), "encoder", False),
+    ("DecoderLayer", lambda nn: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), "dec", False),
+    ("DecoderLayer-normfirst-bf-nobias", lambda nn: nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, norm_first=True,
+                                                                               batch_first=True, bias=False),
+     "dec", True),
+    ("Decoder-2", lambda nn: nn.TransformerDecoder(nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0), 2), "decoder",
+     False),
+    ("Transformer", lambda nn: nn.Transformer(8, 2, 2, 2, 16, dropout=0.0), "full", False),
+    ("Transformer-bf-normfirst-callable", lambda nn: nn.Transformer(8, 2, 1, 2, 16, dropout=0.0, batch_first=True,
+                                                                    norm_first=True,
+                                                                    activation=(torch.nn if nn is torch.nn else knn)
+                                                                    .functional.silu), "full", True),
+]
+
+
+@pytest.mark.parametrize("name,make,kind,batch_first", TRANSFORMERS, ids=[c[0] for c in TRANSFORMERS])
+def test_transformer_layers_match_torch(name, make, kind, batch_first):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    assert list(km.state_dict()) == list(tm.state_dict())
+    copy_weights(tm, km)
+    L, S, N = 5, 6, 2
+    shape = lambda n: (N, n, 8) if batch_first else (n, N, 8)  # noqa: E731
+    pairs = [_pair(randn(*shape(L), seed=1)), _pair(randn(*shape(S), seed=2))]
+
+    def call(nn, m, tgt, src):
+        causal, pad = _masks(nn, L, S, N)
+        if kind in ("enc", "encoder"):
+            key = "src_mask" if kind == "enc" else "mask"
+            return m(src, **{key: nn.Transformer.generate_square_subsequent_mask(S)}, src_key_padding_mask=pad)
+        if kind in ("dec", "decoder"):
+            return m(tgt, src, tgt_mask=causal, memory_key_padding_mask=pad)
+        return m(src, tgt, tgt_mask=causal, src_key_padding_mask=pad, memory_key_padding_mask=pad)
+
+    tout = call(torch.nn, tm, *[t for t, _ in pairs])
+    kout = call(knn, km, *[k for _, k in pairs])
+    close(kout, tout)
+    w = randn(*tout.shape, seed=3)
+    (tout * torch.tensor(w)).sum().backward()
+    (kout * kiln.tensor(w)).sum().backward()
+    for t, k in pairs:
+        if t.grad is not None:
+            close(k.grad, t.grad)
+    for (n, kp), (_, tp) in zip(km.named_parameters(), tm.named_parameters()):
+        if tp.grad is not None:
+            close(kp.grad, tp.grad)
+
+
+def test_square_subsequent_mask_and_transformer_init():
+    np.testing.assert_array_equal(knn.Transformer.generate_square_subsequent_mask(4).numpy(),
+                                  torch.nn.Transformer.generate_square_subsequent_mask(4).numpy())
+    m = knn.Transformer(16, 4, 1, 1, 32)
+    w = m.encoder.layers[0].linear1.weight.detach().numpy()
+    bound = math.sqrt(6 / (16 + 32))  # xavier_uniform_ over every matrix, as torch
+    assert np.abs(w).max() <= bound and np.abs(w).max() > bound * 0.8
+    a, b = m.encoder.layers[0], m.decoder.layers[0]
+    assert a.linear1.weight is not m.encoder.layers[0].linear2.weight and a is not b
+
+
+# --- acceptance: language models train as in PyTorch ---------------------------------------------
+VOCAB, SEQ, BATCH = 23, 12, 4
+
+
+def _lstm_lm(nn):
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 16)
+            self.rnn = nn.LSTM(16, 24, num_layers=2, batch_first=True)
+            self.head = nn.Linear(24, VOCAB)
+
+        def forward(self, idx):
+            out, _ = self.rnn(self.emb(idx))
+            return self.head(out)
+    return LM()
+
+
+def _transformer_lm(nn):
+    class LM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb = nn.Embedding(VOCAB, 16)
+            self.pos = nn.Embedding(SEQ, 16)
+            layer = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, batch_first=True, norm_first=True,
+                                               activation="gelu")
+            self.blocks = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(16), enable_nested_tensor=False)
+            self.head = nn.Linear(16, VOCAB)
+
+        def forward(self, idx):
+            M = _lib(nn)
+            x = self.emb(idx) + self.pos(M.arange(idx.shape[1]))
+            mask = nn.Transformer.generate_square_subsequent_mask(idx.shape[1])
+            return self.head(self.blocks(x, mask=mask, is_causal=True))
+    return LM()
+
+
+@pytest.mark.parametrize("make,opt", [(_lstm_lm, "SGD"), (_transformer_lm, "AdamW")], ids=["lstm", "transformer"])
+def test_language_model_trains_like_torch(make, opt):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    copy_weights(tm, km)
+    kwargs = dict(lr=0.5) if opt == "SGD" else dict(lr=3e-3, weight_decay=0.1)
+    topt, kopt = getattr(torch.optim, opt)(tm.parameters(), **kwargs), getattr(kiln.optim, opt)(km.parameters(),
+                                                                                                **kwargs)
+    batches = np.random.default_rng(0).integers(0, VOCAB, (2, BATCH, SEQ + 1))  # two batches, seen in turn
+    tl, kl = [], []
+    for step in range(20):
+        data = batches[step % 2]
+        for M, m, o, losses in ((torch, tm, topt, tl), (kiln, km, kopt, kl)):
+            x, y = M.tensor(data[:, :-1]), M.tensor(data[:, 1:])
+            loss = (torch.nn if M is torch else knn).functional.cross_entropy(m(x).reshape(-1, VOCAB), y.reshape(-1))
+            o.zero_grad()
+            loss.backward()
+            o.step()
+            losses.append(loss.item())
+    np.testing.assert_allclose(kl, tl, rtol=2e-5, atol=2e-5)
+    assert tl[-1] < tl[0]

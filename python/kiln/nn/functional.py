@@ -861,3 +861,90 @@ def multilabel_margin_loss(input, target, size_average=None, reduce=None, reduct
     term = term * valid.unsqueeze(2) * (1 - is_target.to(x.dtype)).unsqueeze(1)
     loss = term.sum([1, 2]) / C
     return _reduce(loss.squeeze(0) if unbatched else loss, reduction)
+
+
+# --- attention -----------------------------------------------------------------------------------
+def _additive_mask(mask, dtype):
+    """A bool mask (True = not allowed) as 0 / -inf; a float mask as it is."""
+    if mask.dtype == _C.bool:
+        return _ops.zeros(list(mask.shape), dtype=dtype).masked_fill(mask, float("-inf"))
+    return mask.to(dtype)
+
+
+def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_heads, in_proj_weight, in_proj_bias,
+                                 bias_k, bias_v, add_zero_attn, dropout_p, out_proj_weight, out_proj_bias,
+                                 training=True, key_padding_mask=None, need_weights=True, attn_mask=None,
+                                 use_separate_proj_weight=False, q_proj_weight=None, k_proj_weight=None,
+                                 v_proj_weight=None, static_k=None, static_v=None, average_attn_weights=True,
+                                 is_causal=False):
+    """torch's multi-head attention over (L, N, E) query and (S, N, kdim/vdim) key/value (or
+    unbatched (L, E)): returns (output (L, N, E), weights (N, L, S) averaged over heads, or
+    (N, H, L, S), or None)."""
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward(): static_k and static_v are not supported")
+    batched = query.dim() == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, E = query.shape
+    if E != embed_dim_to_check:
+        raise ValueError(f"was expecting embedding dimension of {embed_dim_to_check}, but got {E}")
+    H = num_heads
+    D = E // H
+    if use_separate_proj_weight:
+        w_q, w_k, w_v = q_proj_weight, k_proj_weight, v_proj_weight
+    else:
+        w_q, w_k, w_v = in_proj_weight.chunk(3)
+    b_q = b_k = b_v = None
+    if in_proj_bias is not None:
+        b_q, b_k, b_v = in_proj_bias.chunk(3)
+    q, k, v = linear(query, w_q, b_q), linear(key, w_k, b_k), linear(value, w_v, b_v)  # (L|S, N, E)
+
+    if attn_mask is None and is_causal:
+        attn_mask = _ops.ones([tgt_len, key.shape[0]], dtype=_C.bool).triu(1)
+    mask = None
+    if attn_mask is not None:
+        mask = _additive_mask(attn_mask, q.dtype)
+        if mask.dim() == 2:
+            mask = mask.unsqueeze(0)  # (1, L, S), or (N*H, L, S) as given
+    kpm = _additive_mask(key_padding_mask, q.dtype) if key_padding_mask is not None else None  # (N, S)
+
+    def extend(k, v, mask, kpm, k_extra, v_extra):
+        """One more key/value position (bias_k/bias_v or zeros), which every query may attend."""
+        k, v = _ops.cat([k, k_extra], 0), _ops.cat([v, v_extra], 0)
+        if mask is not None:
+            mask = _ops.constant_pad(mask, [0, 1], 0.0)
+        if kpm is not None:
+            kpm = _ops.constant_pad(kpm, [0, 1], 0.0)
+        return k, v, mask, kpm
+
+    if bias_k is not None and bias_v is not None:
+        k, v, mask, kpm = extend(k, v, mask, kpm, bias_k.expand([1, bsz, E]), bias_v.expand([1, bsz, E]))
+    if add_zero_attn:
+        zeros = _ops.zeros([1, bsz, E], dtype=q.dtype)
+        k, v, mask, kpm = extend(k, v, mask, kpm, zeros, zeros)
+    src_len = k.shape[0]
+
+    def heads(x, n):  # (n, N, E) -> (N, H, n, D)
+        return x.reshape([n, bsz, H, D]).permute(1, 2, 0, 3)
+
+    q, k, v = heads(q, tgt_len), heads(k, src_len), heads(v, src_len)
+    scores = q.matmul(k.transpose(-2, -1)) * (1.0 / _math.sqrt(D))  # (N, H, L, S)
+    if mask is not None:
+        scores = scores + mask.reshape([-1, H if mask.shape[0] != 1 else 1, tgt_len, src_len])
+    if kpm is not None:
+        scores = scores + kpm.reshape([bsz, 1, 1, src_len])
+    attn = softmax(scores, dim=-1)
+    if dropout_p > 0.0 and training:
+        attn = dropout(attn, dropout_p, True)
+    out = attn.matmul(v).permute(2, 0, 1, 3).reshape([tgt_len, bsz, E])
+    out = linear(out, out_proj_weight, out_proj_bias)
+    weights = None
+    if need_weights:
+        weights = attn.mean(1) if average_attn_weights else attn
+        if not batched:
+            weights = weights.squeeze(0)
+    if not batched:
+        out = out.squeeze(1)
+    return out, weights
