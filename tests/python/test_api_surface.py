@@ -22,7 +22,7 @@ NAMESPACES = {
     "torch": ("kiln", 721),
     "torch.nn": ("kiln.nn", 28),
     "torch.nn.functional": ("kiln.nn.functional", 29),
-    "torch.optim": ("kiln.optim", 13),
+    "torch.optim": ("kiln.optim", 5),
     "torch.utils.data": ("kiln.utils.data", 29),
 }
 

@@ -138,3 +138,90 @@ def test_scheduler_drives_python_optimizer_as_torch():
         ts.step()
         assert ks.get_last_lr() == pytest.approx(ts.get_last_lr())
         assert_same(kp, tp)
+
+
+# --- lr_scheduler ------------------------------------------------------------------------------------
+def _torch_scheduler_names():
+    import inspect
+    s = torch.optim.lr_scheduler
+    return sorted(n for n in dir(s) if not n.startswith("_") and inspect.isclass(getattr(s, n))
+                  and getattr(s, n).__module__ == s.__name__)
+
+
+def test_every_torch_scheduler_is_there():
+    missing = [n for n in _torch_scheduler_names() if not hasattr(kiln.optim.lr_scheduler, n)]
+    assert missing == []
+
+
+SCHEDULERS = [
+    ("MultiplicativeLR", "SGD", lambda s, o: s.MultiplicativeLR(o, lambda e: 0.95)),
+    ("MultiStepLR", "SGD", lambda s, o: s.MultiStepLR(o, [2, 5, 5, 9], gamma=0.5)),
+    ("ConstantLR", "SGD", lambda s, o: s.ConstantLR(o, factor=0.5, total_iters=4)),
+    ("ExponentialLR", "SGD", lambda s, o: s.ExponentialLR(o, 0.9)),
+    ("PolynomialLR", "SGD", lambda s, o: s.PolynomialLR(o, total_iters=8, power=2.0)),
+    ("CosineAnnealingWarmRestarts", "SGD", lambda s, o: s.CosineAnnealingWarmRestarts(o, 3, T_mult=2, eta_min=0.01)),
+    ("CyclicLR-triangular", "SGD", lambda s, o: s.CyclicLR(o, 0.01, 0.1, step_size_up=3, step_size_down=2)),
+    ("CyclicLR-triangular2-adam", "Adam", lambda s, o: s.CyclicLR(o, [0.01], 0.1, step_size_up=4,
+                                                                   mode="triangular2")),
+    ("CyclicLR-exp_range-nomomentum", "SGD", lambda s, o: s.CyclicLR(o, 0.01, 0.1, 2, mode="exp_range", gamma=0.9,
+                                                                      cycle_momentum=False)),
+    ("OneCycleLR", "SGD", lambda s, o: s.OneCycleLR(o, 0.2, total_steps=25)),
+    ("OneCycleLR-3phase-linear-adam", "Adam", lambda s, o: s.OneCycleLR(o, 0.05, epochs=5, steps_per_epoch=5,
+                                                                        three_phase=True, anneal_strategy="linear")),
+    ("ChainedScheduler", "SGD", lambda s, o: s.ChainedScheduler([s.ConstantLR(o, 0.5, 3), s.ExponentialLR(o, 0.9)])),
+]
+
+
+def _momentum(o):
+    g = o.param_groups[0]
+    return g["betas"][0] if "betas" in g else g.get("momentum")
+
+
+@pytest.mark.parametrize("name,opt,make", SCHEDULERS, ids=[c[0] for c in SCHEDULERS])
+def test_scheduler_sequence_matches_torch(name, opt, make):
+    kp, tp = pair_params()
+    kw = dict(lr=0.1, momentum=0.9) if opt == "SGD" else dict(lr=0.1)
+    ko, to = getattr(kiln.optim, opt)(kp, **kw), getattr(torch.optim, opt)(tp, **kw)
+    ks, ts = make(kiln.optim.lr_scheduler, ko), make(torch.optim.lr_scheduler, to)
+    for step in range(24):
+        np.testing.assert_allclose(ks.get_last_lr(), ts.get_last_lr(), rtol=1e-12)
+        assert _momentum(ko) == pytest.approx(_momentum(to), rel=1e-12)
+        set_grads(kp, tp, step)
+        ko.step()
+        to.step()
+        ks.step()
+        ts.step()
+        assert_same(kp, tp)
+
+
+@pytest.mark.parametrize("kwargs", [dict(), dict(mode="max", threshold_mode="abs", threshold=0.1, cooldown=2,
+                                                 patience=1, factor=0.5, min_lr=0.02)])
+def test_reduce_lr_on_plateau_matches_torch(kwargs):
+    kp, tp = pair_params()
+    ko, to = kiln.optim.SGD(kp, lr=0.1), torch.optim.SGD(tp, lr=0.1)
+    ks = kiln.optim.lr_scheduler.ReduceLROnPlateau(ko, **kwargs)
+    ts = torch.optim.lr_scheduler.ReduceLROnPlateau(to, **kwargs)
+    metrics = [1.0, 0.9, 0.95, 0.95, 0.95, 0.8, 0.8, 0.8] * 5
+    for m in metrics:
+        ks.step(m)
+        ts.step(m)
+        assert ks.get_last_lr() == pytest.approx(ts.get_last_lr(), rel=1e-12)
+        assert ks.num_bad_epochs == ts.num_bad_epochs and ks.best == ts.best
+    assert ko.param_groups[0]["lr"] < 0.1
+
+
+@pytest.mark.parametrize("make", [lambda s, o: s.MultiStepLR(o, [2, 4], 0.5), lambda s, o: s.ExponentialLR(o, 0.8),
+                                  lambda s, o: s.PolynomialLR(o, 6), lambda s, o: s.ConstantLR(o, 0.3, 3),
+                                  lambda s, o: s.CosineAnnealingWarmRestarts(o, 2, 3)],
+                         ids=["multistep", "exponential", "polynomial", "constant", "warm-restarts"])
+def test_scheduler_step_with_epoch_matches_torch(make):
+    kp, tp = pair_params()
+    ko, to = kiln.optim.SGD(kp, lr=0.1), torch.optim.SGD(tp, lr=0.1)
+    ks, ts = make(kiln.optim.lr_scheduler, ko), make(torch.optim.lr_scheduler, to)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for epoch in (3, 7, 1, 12):
+            ks.step(epoch)
+            ts.step(epoch)
+            np.testing.assert_allclose(ks.get_last_lr(), ts.get_last_lr(), rtol=1e-12)
