@@ -641,3 +641,57 @@ def test_language_model_trains_like_torch(make, opt):
             losses.append(loss.item())
     np.testing.assert_allclose(kl, tl, rtol=2e-5, atol=2e-5)
     assert tl[-1] < tl[0]
+
+
+@pytest.mark.parametrize("channels,size", [(1, 3), (3, 2), (6, 5), (9, 4), (9, 7)])
+def test_cross_map_lrn2d_matches_torch_forward_and_finite_differences(channels, size):
+    x = randn(2, channels, 3, 3)
+    t = torch.nn.CrossMapLRN2d(size, 0.5, 0.75, 1.0)(torch.tensor(x))
+    k = knn.CrossMapLRN2d(size, 0.5, 0.75, 1.0)
+    close(k(kiln.tensor(x)), t)
+    # torch's hand-written backward is not the derivative of its forward; kiln's is (checked
+    # against central differences in float64).
+    x64 = x.astype(np.float64)
+    kx = kiln.tensor(x64, requires_grad=True)
+    w = randn(*x.shape, seed=1).astype(np.float64)
+    (k(kx) * kiln.tensor(w)).sum().backward()
+    f = lambda a: float((k(kiln.tensor(a)) * kiln.tensor(w)).sum().item())  # noqa: E731
+    for idx in [(0, 0, 0, 0), (1, channels - 1, 2, 1), (0, channels // 2, 1, 2)]:
+        e = np.zeros_like(x64)
+        e[idx] = 1e-6
+        np.testing.assert_allclose(kx.grad.numpy()[idx], (f(x64 + e) - f(x64 - e)) / 2e-6, rtol=1e-5, atol=1e-7)
+    assert repr(k) == repr(torch.nn.CrossMapLRN2d(size, 0.5, 0.75, 1.0))
+
+
+LAZY = [
+    ("LazyLinear", lambda nn: nn.LazyLinear(3), (2, 5)),
+    ("LazyLinear-nobias", lambda nn: nn.LazyLinear(4, bias=False), (2, 3, 6)),
+    ("LazyConv1d", lambda nn: nn.LazyConv1d(4, 3, stride=2), (2, 3, 9)),
+    ("LazyConv2d-groups", lambda nn: nn.LazyConv2d(4, 3, 1, 1, 1, 2), (2, 4, 5, 5)),
+    ("LazyConv3d", lambda nn: nn.LazyConv3d(2, 2), (1, 3, 4, 4, 4)),
+    ("LazyConvTranspose1d", lambda nn: nn.LazyConvTranspose1d(3, 3, stride=2, output_padding=1), (2, 4, 5)),
+    ("LazyConvTranspose2d", lambda nn: nn.LazyConvTranspose2d(3, 2, bias=False), (2, 4, 3, 3)),
+    ("LazyBatchNorm1d", lambda nn: nn.LazyBatchNorm1d(), (6, 3)),
+    ("LazyBatchNorm2d", lambda nn: nn.LazyBatchNorm2d(momentum=0.3), (4, 3, 2, 2)),
+    ("LazyBatchNorm3d-noaffine", lambda nn: nn.LazyBatchNorm3d(affine=False), (2, 3, 2, 2, 2)),
+]
+
+
+@pytest.mark.parametrize("name,make,shape", LAZY, ids=[c[0] for c in LAZY])
+def test_lazy_module_materializes_as_torch(name, make, shape):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    assert km.has_uninitialized_params()
+    params_before = list(km.parameters())
+    x = randn(*shape)
+    tm(torch.tensor(x))
+    km(kiln.tensor(x))
+    assert type(km).__name__ == type(tm).__name__ and not name.startswith(type(km).__name__ + "Lazy")
+    assert repr(km) == repr(tm)
+    assert all(a is b for a, b in zip(params_before, km.parameters()))  # an optimizer built before still holds them
+    assert [(k, tuple(v.shape)) for k, v in km.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
+    tm.eval()
+    km.eval()
+    copy_weights(tm, km)
+    run_both(tm, km, [x], tmod=tm, kmod=km)

@@ -4,6 +4,7 @@ from . import functional, init, utils  # noqa: F401
 from .module import Module
 from .modules import *  # noqa: F401,F403
 from .parameter import Buffer, Parameter
+from .modules.lazy import UninitializedBuffer, UninitializedParameter  # noqa: F401  (torch.nn has both)
 
 
 def factory_kwargs(kwargs):

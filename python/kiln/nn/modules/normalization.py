@@ -209,3 +209,38 @@ class LocalResponseNorm(Module):
 
     def extra_repr(self):
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """torch's legacy cross-channel LRN of 4-d input: x * (k + alpha/size * sum of x^2 over a
+    channel window)^-beta, with the window torch's running sum gives (channel 0 stays in every
+    window; see _cross_map_window)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        N, C, H, W = input.shape
+        window = _C.tensor(_cross_map_window(C, self.size), dtype=input.dtype)
+        sq = (input * input).reshape([N, C, H * W])
+        scale = window.matmul(sq).reshape([N, C, H, W]) * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _cross_map_window(channels, size):
+    """rows[c][j] = 1 where channel j counts for channel c: torch's running sum starts from
+    channels [0, pre_pad), adds channel c + pre_pad - 1 at each c and drops c - pre_pad only once
+    c > pre_pad, so channel 0 is never dropped."""
+    pre = int((size - 1) / 2 + 1)
+    rows = []
+    for c in range(channels):
+        hi = min(c + pre, channels)
+        dropped = range(1, c - pre + 1) if c > pre else range(0)
+        rows.append([1.0 if j < hi and j not in dropped else 0.0 for j in range(channels)])
+    return rows
