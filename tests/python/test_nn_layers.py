@@ -695,3 +695,75 @@ def test_lazy_module_materializes_as_torch(name, make, shape):
     km.eval()
     copy_weights(tm, km)
     run_both(tm, km, [x], tmod=tm, kmod=km)
+
+
+# --- variable-length sequences (nn.utils.rnn) ----------------------------------------------------
+def _rnn_utils(nn):
+    return nn.utils.rnn
+
+
+def test_pad_pack_unpack_match_torch():
+    seqs = [randn(n, 3, seed=n) for n in (2, 5, 3, 3)]
+    for batch_first in (False, True):
+        t = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in seqs], batch_first=batch_first,
+                                            padding_value=-1.0)
+        k = knn.utils.rnn.pad_sequence([kiln.tensor(s) for s in seqs], batch_first=batch_first, padding_value=-1.0)
+        close(k, t)
+    tl = torch.nn.utils.rnn.pad_sequence([torch.tensor(s) for s in seqs], padding_side="left")
+    close(knn.utils.rnn.pad_sequence([kiln.tensor(s) for s in seqs], padding_side="left"), tl)
+    lengths = [2, 5, 3, 3]
+    padded = randn(5, 4, 3)
+    for M, nn in ((torch, torch.nn), (kiln, knn)):
+        p = nn.utils.rnn.pack_padded_sequence(M.tensor(padded), M.tensor(lengths), enforce_sorted=False)
+        back, lens = nn.utils.rnn.pad_packed_sequence(p, batch_first=True, padding_value=9.0, total_length=6)
+        if M is torch:
+            tp, tback, tlens = p, back, lens
+        else:
+            kp, kback, klens = p, back, lens
+    close(kp.data, tp.data)
+    for a, b in zip(kp[1:], tp[1:]):
+        assert a.tolist() == b.tolist()
+    close(kback, tback)
+    assert klens.tolist() == tlens.tolist()
+    kseqs = knn.utils.rnn.unpack_sequence(knn.utils.rnn.pack_sequence([kiln.tensor(s) for s in seqs],
+                                                                         enforce_sorted=False))
+    for k, s in zip(kseqs, seqs):
+        np.testing.assert_array_equal(k.numpy(), s)
+    with pytest.raises(RuntimeError, match="sorted in decreasing order"):
+        knn.utils.rnn.pack_padded_sequence(kiln.tensor(padded), [2, 5, 3, 3])
+
+
+@pytest.mark.parametrize("make,with_h", [
+    (lambda nn: nn.LSTM(3, 4, 2, bidirectional=True), True),
+    (lambda nn: nn.GRU(3, 4, batch_first=True), False),
+    (lambda nn: nn.RNN(3, 4, 2, bidirectional=True, nonlinearity="relu"), True),
+    (lambda nn: nn.LSTM(3, 5, proj_size=2, bidirectional=True), False),
+], ids=["lstm-bi-2", "gru-batchfirst", "rnn-bi-relu-h0", "lstm-proj-bi"])
+def test_recurrent_layer_on_packed_sequence_matches_torch(make, with_h):
+    torch.manual_seed(0)
+    tm, km = make(torch.nn), make(knn)
+    copy_weights(tm, km)
+    lengths = [2, 5, 3, 1]
+    shape = (4, 5, 3) if tm.batch_first else (5, 4, 3)
+    x = randn(*shape)
+    layers = tm.num_layers * (2 if tm.bidirectional else 1)
+    states = [randn(layers, 4, tm.proj_size or tm.hidden_size, seed=3)]
+    if isinstance(tm, torch.nn.LSTM):
+        states.append(randn(layers, 4, tm.hidden_size, seed=4))
+    outs = {}
+    for M, nn, m in ((torch, torch.nn, tm), (kiln, knn, km)):
+        xi = M.tensor(x, requires_grad=True)
+        p = nn.utils.rnn.pack_padded_sequence(xi, M.tensor(lengths), batch_first=tm.batch_first, enforce_sorted=False)
+        hs = [M.tensor(h) for h in states]
+        hx = None if not with_h else (tuple(hs) if len(hs) == 2 else hs[0])
+        out, h = m(p, hx)
+        padded, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=tm.batch_first)
+        flat = [padded] + (list(h) if isinstance(h, tuple) else [h])
+        loss = sum((f * M.tensor(randn(*f.shape, seed=10 + i))).sum() for i, f in enumerate(flat))
+        loss.backward()
+        outs[M] = (flat, xi.grad, [p.grad for p in m.parameters()])
+    for k, t in zip(outs[kiln][0], outs[torch][0]):
+        close(k, t)
+    close(outs[kiln][1], outs[torch][1])
+    for k, t in zip(outs[kiln][2], outs[torch][2]):
+        close(k, t)

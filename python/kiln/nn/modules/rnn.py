@@ -15,6 +15,7 @@ from .. import functional as F
 from .. import _checks, init
 from ..module import Module
 from ..parameter import Parameter
+from ..utils.rnn import PackedSequence, _padded_sorted
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -100,28 +101,53 @@ class RNNBase(Module):
         get = lambda n: getattr(self, n + sfx, None)  # noqa: E731
         return get("weight_ih"), get("weight_hh"), get("bias_ih"), get("bias_hh"), get("weight_hr")
 
-    def _layer_direction(self, x, state, layer, d):
-        """Runs one direction of one layer over x (L, N, in); returns outputs (L, N, H) and the final state."""
+    def _layer_direction(self, x, state, layer, d, masks=None):
+        """Runs one direction of one layer over x (L, N, in); returns outputs (L, N, H) and the final
+        state. masks[t] (N, 1) is 1 for the sequences still running at step t (packed input): the
+        others keep their state, so a reversed pass starts at each sequence's own last step."""
         w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, d)
         gi = F.linear(x, w_ih, b_ih)
         steps = range(x.shape[0] - 1, -1, -1) if d else range(x.shape[0])
         outs = [None] * x.shape[0]
         for t in steps:
-            state = _step(self.mode, gi[t], state, w_hh, b_hh, w_hr)
+            new = _step(self.mode, gi[t], state, w_hh, b_hh, w_hr)
+            if masks is not None:
+                keep = lambda n, o: _C._ops.where(masks[t] > 0, n, o)  # noqa: E731
+                new = (keep(new[0], state[0]), keep(new[1], state[1])) if self.mode == "LSTM" else keep(new, state)
+            state = new
             outs[t] = state[0] if self.mode == "LSTM" else state
         if not outs:
             raise ValueError(f"{type(self).__name__}: the input sequence is empty")
         return _C._ops.stack(outs, 0), state
 
     def forward(self, input, hx=None):
+        if isinstance(input, PackedSequence):
+            return self._forward_packed(input, hx)
+        return self._forward(input, hx)
+
+    def _forward_packed(self, packed, hx):
+        """Runs over the padded, length-sorted batch with per-step masks; returns a PackedSequence
+        of the outputs and the final states in the caller's batch order, as torch."""
+        x, lens = _padded_sorted(packed)
+        order, inverse = packed.sorted_indices, packed.unsorted_indices
+        if hx is not None and order is not None:
+            hx = tuple(h.index_select(1, order) for h in hx) if self.mode == "LSTM" else hx.index_select(1, order)
+        masks = [_C.tensor([[1.0] if t < n else [0.0] for n in lens], dtype=x.dtype) for t in range(x.shape[0])]
+        out, state = self._forward(x, hx, masks, batch_first=False)
+        data = _C._ops.cat([out[t, :b] for t, b in enumerate(packed.batch_sizes.tolist())], 0)
+        if inverse is not None:
+            state = tuple(h.index_select(1, inverse) for h in state) if self.mode == "LSTM" else \
+                state.index_select(1, inverse)
+        return PackedSequence(data, packed.batch_sizes, order, inverse), state
+
+    def _forward(self, input, hx=None, masks=None, batch_first=None):
         name = type(self).__name__
-        if isinstance(input, tuple) or type(input).__name__ == "PackedSequence":
-            raise NotImplementedError(f"{name}: PackedSequence input is not supported")
+        batch_first = self.batch_first if batch_first is None else batch_first
         if input.dim() not in (2, 3):
             raise ValueError(f"{name}: Expected input to be 2D or 3D, got {input.dim()}D instead")
         batched = input.dim() == 3
         x = input if batched else input.unsqueeze(1)
-        if batched and self.batch_first:
+        if batched and batch_first:
             x = x.transpose(0, 1)
         if x.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected {self.input_size}, "
@@ -136,7 +162,7 @@ class RNNBase(Module):
             for d in range(dirs):
                 i = layer * dirs + d
                 state = (h0[i], c0[i]) if self.mode == "LSTM" else h0[i]
-                out, state = self._layer_direction(x, state, layer, d)
+                out, state = self._layer_direction(x, state, layer, d, masks)
                 outs.append(out)
                 h_n.append(state[0] if self.mode == "LSTM" else state)
                 if self.mode == "LSTM":
@@ -146,7 +172,7 @@ class RNNBase(Module):
                 x = F.dropout(x, self.dropout, True)
         h_n = _C._ops.stack(h_n, 0)
         out = x
-        if batched and self.batch_first:
+        if batched and batch_first:
             out = out.transpose(0, 1)
         if not batched:
             out, h_n = out.squeeze(1), h_n.squeeze(1)
