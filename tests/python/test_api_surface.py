@@ -20,7 +20,7 @@ torch = pytest.importorskip("torch")
 # names are added; a rise means kiln lost names).
 NAMESPACES = {
     "torch": ("kiln", 720),
-    "torch.nn": ("kiln.nn", 16),
+    "torch.nn": ("kiln.nn", 13),
     "torch.nn.functional": ("kiln.nn.functional", 29),
     "torch.optim": ("kiln.optim", 5),
     "torch.utils.data": ("kiln.utils.data", 29),

@@ -84,6 +84,15 @@ X = randn(3, 4, 5)
 X4 = randn(2, 3, 6, 6, seed=1)
 X5 = randn(2, 2, 5, 6, 6, seed=2)
 
+def _trained_instance_norm(nn):
+    """An InstanceNorm2d with running statistics from two training batches."""
+    m = nn.InstanceNorm2d(3, affine=True, track_running_stats=True, momentum=0.3)
+    M = torch if nn is torch.nn else kiln
+    for seed in (5, 6):
+        m(M.tensor(randn(4, 3, 5, 5, seed=seed) * 2 + 1))
+    return m
+
+
 MODULES = [
     ("ELU", lambda nn: nn.ELU(0.7), [X]),
     ("CELU", lambda nn: nn.CELU(0.5), [X]),
@@ -132,6 +141,7 @@ MODULES = [
     ("InstanceNorm2d-affine", lambda nn: nn.InstanceNorm2d(3, affine=True), [X4]),
     ("InstanceNorm3d", lambda nn: nn.InstanceNorm3d(2, eps=1e-3), [X5]),
     ("InstanceNorm2d-nobias", lambda nn: nn.InstanceNorm2d(3, affine=True, bias=False), [X4]),
+    ("InstanceNorm2d-running-eval", lambda nn: _trained_instance_norm(nn).eval(), [X4]),
     ("InstanceNorm1d-unbatched", lambda nn: nn.InstanceNorm1d(4, affine=True), [randn(4, 7)]),
     ("LocalResponseNorm", lambda nn: nn.LocalResponseNorm(3, alpha=0.1, beta=0.6, k=2.0), [X4]),
     ("LocalResponseNorm-3d", lambda nn: nn.LocalResponseNorm(2), [X]),
@@ -674,6 +684,9 @@ LAZY = [
     ("LazyBatchNorm1d", lambda nn: nn.LazyBatchNorm1d(), (6, 3)),
     ("LazyBatchNorm2d", lambda nn: nn.LazyBatchNorm2d(momentum=0.3), (4, 3, 2, 2)),
     ("LazyBatchNorm3d-noaffine", lambda nn: nn.LazyBatchNorm3d(affine=False), (2, 3, 2, 2, 2)),
+    ("LazyInstanceNorm1d", lambda nn: nn.LazyInstanceNorm1d(), (2, 3, 7)),
+    ("LazyInstanceNorm2d-noaffine", lambda nn: nn.LazyInstanceNorm2d(affine=False), (2, 3, 4, 4)),
+    ("LazyInstanceNorm3d-nostats", lambda nn: nn.LazyInstanceNorm3d(track_running_stats=False), (2, 3, 2, 3, 2)),
 ]
 
 
@@ -767,3 +780,20 @@ def test_recurrent_layer_on_packed_sequence_matches_torch(make, with_h):
     close(outs[kiln][1], outs[torch][1])
     for k, t in zip(outs[kiln][2], outs[torch][2]):
         close(k, t)
+
+
+@pytest.mark.parametrize("momentum", [0.3, None])
+def test_instance_norm_running_stats_update_as_torch(momentum):
+    ms = {}
+    for M, nn in ((torch, torch.nn), (kiln, knn)):
+        m = nn.InstanceNorm1d(4, track_running_stats=True, momentum=momentum)
+        for seed in (1, 2, 3):
+            m(M.tensor(randn(3, 4, 6, seed=seed) * 3 - 1))
+        ms[M] = m
+    for (kn, kb), (tn, tb) in zip(ms[kiln].named_buffers(), ms[torch].named_buffers()):
+        assert kn == tn
+        close(kb, tb)
+    x = randn(2, 4, 6, seed=9)
+    ms[kiln].eval()
+    ms[torch].eval()
+    close(ms[kiln](kiln.tensor(x)), ms[torch](torch.tensor(x)))

@@ -105,9 +105,24 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
 
 def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
                   momentum=0.1, eps=1e-5):
-    if running_mean is not None or running_var is not None or not use_input_stats:
-        raise NotImplementedError("instance_norm(): running statistics are not supported")
-    return _ops.instance_norm(input, weight, bias, eps)
+    """Normalises each (sample, channel) over its spatial dims. With running statistics, as torch:
+    use_input_stats updates them with the batch average of the instances' means and unbiased
+    variances; otherwise they normalise (as batch_norm in evaluation)."""
+    if not use_input_stats:
+        if running_mean is None or running_var is None:
+            raise ValueError("instance_norm(): use_input_stats=False needs running_mean and running_var")
+        return _ops.batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    out = _ops.instance_norm(input, weight, bias, eps)
+    if running_mean is not None or running_var is not None:
+        from .._grad_mode import no_grad
+        dims = list(range(2, input.dim()))
+        with no_grad():
+            x = input.detach()
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(x.mean(dims).mean(0) * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(x.var(dims, correction=1).mean(0) * momentum)
+    return out
 
 
 def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):

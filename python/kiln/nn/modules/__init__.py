@@ -8,7 +8,8 @@ from .container import Container, ModuleDict, ModuleList, ParameterDict, Paramet
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .distance import CosineSimilarity, PairwiseDistance
 from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d, LazyConv2d, LazyConv3d,
-                   LazyConvTranspose1d, LazyConvTranspose2d, LazyLinear, LazyModuleMixin, UninitializedBuffer,
+                   LazyConvTranspose1d, LazyConvTranspose2d, LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d,
+                   LazyLinear, LazyModuleMixin, UninitializedBuffer,
                    UninitializedParameter)
 from .linear import Bilinear, Embedding, EmbeddingBag, Flatten, Identity, Linear, Unflatten
 from .loss import (BCELoss, BCEWithLogitsLoss, CosineEmbeddingLoss, CrossEntropyLoss, GaussianNLLLoss,

@@ -1,4 +1,5 @@
-"""Lazy modules (LazyLinear, LazyConv1d/2d/3d, LazyConvTranspose1d/2d, LazyBatchNorm1d/2d/3d):
+"""Lazy modules (LazyLinear, LazyConv1d/2d/3d, LazyConvTranspose1d/2d, LazyBatchNorm1d/2d/3d,
+LazyInstanceNorm1d/2d/3d):
 their input size (in_features, in_channels, num_features) comes from the first input. Until then
 the parameters are UninitializedParameter placeholders; the first forward materializes them in
 place (the same Parameter objects, so an optimizer built before it keeps them), initializes them
@@ -7,7 +8,7 @@ from ... import _C
 from ..parameter import Parameter
 from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .linear import Linear
-from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 
 
 class UninitializedParameter(Parameter):
@@ -155,3 +156,5 @@ def _lazy_norm(base):
 
 
 LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d = (_lazy_norm(c) for c in (BatchNorm1d, BatchNorm2d, BatchNorm3d))
+LazyInstanceNorm1d, LazyInstanceNorm2d, LazyInstanceNorm3d = (_lazy_norm(c) for c in (InstanceNorm1d, InstanceNorm2d,
+                                                                                       InstanceNorm3d))

@@ -31,6 +31,14 @@ def _reset_affine(m):
         init.zeros_(m.bias)
 
 
+def _running_stats(m, n, track, dtype):
+    """The running_mean / running_var / num_batches_tracked buffers of batch and instance norms."""
+    for name, make in (("running_mean", lambda: _C._ops.zeros([n], dtype=dtype or _C.float32)),
+                       ("running_var", lambda: _C._ops.ones([n], dtype=dtype or _C.float32)),
+                       ("num_batches_tracked", lambda: _C._ops.zeros([], dtype=_C.int64))):
+        m.register_buffer(name, make() if track else None)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
@@ -104,14 +112,7 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine(self, (num_features,), affine, bias, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", _C._ops.zeros([num_features], dtype=dtype or _C.float32))
-            self.register_buffer("running_var", _C._ops.ones([num_features], dtype=dtype or _C.float32))
-            self.register_buffer("num_batches_tracked", _C._ops.zeros([], dtype=_C.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _running_stats(self, num_features, track_running_stats, dtype)
         self.reset_parameters()
 
     def reset_running_stats(self):
@@ -163,15 +164,14 @@ class _InstanceNorm(Module):
                  dtype=None, *, bias=True):
         super().__init__()
         _checks.sizes(type(self).__name__, num_features=num_features)
-        if track_running_stats:
-            raise NotImplementedError(f"{type(self).__name__}: track_running_stats=True is not supported")
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine(self, (num_features,), affine, bias, dtype)
+        _running_stats(self, num_features, track_running_stats, dtype)
         self.reset_parameters()
 
-    def reset_parameters(self):
-        _reset_affine(self)
+    reset_running_stats = _BatchNorm.reset_running_stats
+    reset_parameters = _BatchNorm.reset_parameters
 
     def forward(self, input):
         n = self._spatial
@@ -179,7 +179,9 @@ class _InstanceNorm(Module):
             raise ValueError(f"{type(self).__name__}: expected {n + 1}D or {n + 2}D input (got {input.dim()}D input)")
         batched = input.dim() == n + 2
         x = input if batched else input.unsqueeze(0)
-        y = F.instance_norm(x, weight=self.weight, bias=self.bias, eps=self.eps)
+        momentum = self.momentum if self.momentum is not None else 0.0
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats, momentum, self.eps)
         return y if batched else y.squeeze(0)
 
     def extra_repr(self):
