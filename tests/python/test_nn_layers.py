@@ -234,6 +234,16 @@ FUNCTIONS = [
     ("multi_margin_loss-1d", lambda F: lambda x: F.multi_margin_loss(x, (torch if F is torch.nn.functional else kiln)
                                                                      .tensor(2)), [randn(5)]),
     ("dropout2d-p0", lambda F: lambda x: F.dropout2d(x, 0.0), [X4]),
+    ("grid_sample-bilinear-zeros", lambda F: lambda x, g: F.grid_sample(x, g, align_corners=False),
+     [X4, randn(2, 4, 5, 2, seed=3) * 0.8]),
+    ("grid_sample-bilinear-border-ac", lambda F: lambda x, g: F.grid_sample(x, g, padding_mode="border",
+                                                                             align_corners=True),
+     [X4, randn(2, 3, 4, 2, seed=4) * 1.2]),
+    ("grid_sample-nearest", lambda F: lambda x, g: F.grid_sample(x, g, mode="nearest", align_corners=False),
+     [X4, Const(randn(2, 3, 4, 2, seed=5) * 0.9)]),
+    ("grid_sample-affine", lambda F: lambda x, t: F.grid_sample(x, F.affine_grid(t, [2, 3, 5, 4], align_corners=False),
+                                                                align_corners=False),
+     [X4, randn(2, 2, 3, seed=6) * 0.5]),
 ]
 
 
@@ -340,6 +350,8 @@ def test_factory_kwargs_and_has_torch_function():
     with pytest.raises(TypeError, match="specified twice"):
         knn.factory_kwargs({"dtype": 1, "factory_kwargs": {"dtype": 2}})
     assert KF.has_torch_function((kiln.ones(1),)) is False
+    assert KF.GRID_SAMPLE_INTERPOLATION_MODES == torch.nn.functional.GRID_SAMPLE_INTERPOLATION_MODES
+    assert KF.GRID_SAMPLE_PADDING_MODES == torch.nn.functional.GRID_SAMPLE_PADDING_MODES
 
 
 def test_reprs_read_as_torch():

@@ -963,3 +963,44 @@ def multi_head_attention_forward(query, key, value, embed_dim_to_check, num_head
     if not batched:
         out = out.squeeze(1)
     return out, weights
+
+
+# --- sampling ------------------------------------------------------------------------------------
+GRID_SAMPLE_INTERPOLATION_MODES = {"bilinear": 0, "nearest": 1, "bicubic": 2}
+GRID_SAMPLE_PADDING_MODES = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def grid_sample(input, grid, mode="bilinear", padding_mode="zeros", align_corners=None):
+    """Samples (N, C, H, W) input at the (N, Ho, Wo, 2) grid's (x, y) in [-1, 1]: bilinear or
+    nearest, zeros or border padding (reflection and bicubic are not supported). Differentiable in
+    input and grid through gathers of the four neighbours."""
+    if mode not in ("bilinear", "nearest") or padding_mode not in ("zeros", "border"):
+        raise NotImplementedError(f"grid_sample(): mode={mode!r} with padding_mode={padding_mode!r} is not supported "
+                                  "(bilinear or nearest; zeros or border)")
+    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2 or grid.shape[0] != input.shape[0]:
+        raise ValueError(f"grid_sample(): expected (N, C, H, W) input and an (N, Ho, Wo, 2) grid, got "
+                         f"{list(input.shape)} and {list(grid.shape)}")
+    N, C, H, W = input.shape
+    Ho, Wo = grid.shape[1:3]
+
+    def unnormalize(coord, size):
+        pos = (coord + 1) * ((size - 1) / 2) if align_corners else ((coord + 1) * size - 1) / 2
+        return pos.clamp(0, size - 1) if padding_mode == "border" else pos
+
+    x, y = unnormalize(grid[..., 0], W), unnormalize(grid[..., 1], H)  # (N, Ho, Wo)
+    flat = input.reshape([N, C, H * W])
+
+    def corner(xi, yi):
+        """input at integer (xi, yi), zero outside; (N, C, Ho, Wo)."""
+        inside = ((xi >= 0) & (xi <= W - 1) & (yi >= 0) & (yi <= H - 1)).to(input.dtype)
+        idx = (yi.clamp(0, H - 1) * W + xi.clamp(0, W - 1)).to(_C.int64).reshape([N, 1, Ho * Wo])
+        v = flat.gather(2, idx.expand([N, C, Ho * Wo])).reshape([N, C, Ho, Wo])
+        return v * inside.unsqueeze(1)
+
+    if mode == "nearest":
+        return corner(x.round(), y.round())
+    x0, y0 = x.floor(), y.floor()
+    wx1, wy1 = (x - x0).unsqueeze(1), (y - y0).unsqueeze(1)
+    wx0, wy0 = 1 - wx1, 1 - wy1
+    return (corner(x0, y0) * wx0 * wy0 + corner(x0 + 1, y0) * wx1 * wy0
+            + corner(x0, y0 + 1) * wx0 * wy1 + corner(x0 + 1, y0 + 1) * wx1 * wy1)
