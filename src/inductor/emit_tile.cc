@@ -181,18 +181,20 @@ class Emitter {
     xvars_ = x.vars, xranges_ = x.ranges, rvars_ = r.vars, rranges_ = r.ranges;
     const ExprPtr xnumel = product(n_.ranges);
     int64_t xblock;
-    if (n_.kind == NodeKind::Pointwise) {
+    if (n_.kind == NodeKind::Pointwise && xvars_.size() > 1) {
+      k.grid = tiled_pointwise();
+    } else if (n_.kind == NodeKind::Pointwise) {
       xblock = block_for(n_.ranges, 1024);
       pointwise(b_.constexpr_int("XBLOCK", xblock));
     } else {
       // Persistent when the row fits in a block: loaded once, every stage computes on it.
       int64_t rnumel = 0;
-      const bool persistent = sym::is_const(product(n_.reduction_ranges), &rnumel) && rnumel <= kPersistentRow;
-      const int64_t rblock = persistent ? pow2_at_least(std::max<int64_t>(rnumel, 1)) : block_for(n_.reduction_ranges, 1024);
+      const bool persistent = sym::is_const(product(n_.reduction_ranges), &rnumel) && rnumel > 0 && rnumel <= kPersistentRow;
+      const int64_t rblock = persistent ? pow2_at_least(rnumel) : block_for(n_.reduction_ranges, 1024);
       xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
       reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), persistent);
     }
-    k.grid = sym::floordiv(sym::add(xnumel, sym::constant(xblock - 1)), sym::constant(xblock));
+    if (!k.grid) k.grid = cdiv(xnumel, xblock);
     k.program = b_.finish();
     return k;
   }
@@ -242,6 +244,36 @@ class Emitter {
   // Looped: each reduction loops over the row in blocks of RBLOCK, combining into an [XBLOCK,
   // RBLOCK] accumulator reduced along axis 1 at the end; the epilogues per element loop once more.
   // A row's values (reductions, epilogues per row) stay in registers for the later stages.
+  // A pointwise node whose index space does not collapse to one dim (a broadcast operand, a
+  // strided view): blocks of [YBLOCK, XBLOCK] over (the outer dims flattened, the innermost dim),
+  // so the innermost index is the block's lane (no div/mod per element: a contiguous, vectorized
+  // inner loop) and the outer dims split once per row. Returns the grid.
+  ExprPtr tiled_pointwise() {
+    const SymShape outer(xranges_.begin(), xranges_.end() - 1);
+    const SymShape inner = {xranges_.back()};
+    const std::vector<ExprPtr> outer_vars(xvars_.begin(), xvars_.end() - 1);
+    const int64_t xblock = b_.constexpr_int("XBLOCK", block_for(inner, 1024));
+    const int64_t yblock = b_.constexpr_int("YBLOCK", block_for(outer, std::max<int64_t>(1, 1024 / xblock)));
+    const ExprPtr xprograms = cdiv(product(inner), xblock);
+    Val pid = b_.program_id(0).to(kInt64), xp = expr(xprograms);
+    Val ylin = (b_.floor_divide(pid, xp) * yblock + b_.arange(0, yblock).to(kInt64)).expand_dims(1);
+    Val xlin = ((pid % xp) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(0);
+    if (needs_mask(outer, yblock)) mask_ = ylin < expr(product(outer));
+    if (needs_mask(inner, xblock)) mask_ = mask_.defined() ? mask_ & (xlin < expr(product(inner))) : xlin < expr(product(inner));
+    bind_vars(ylin, outer_vars, outer);
+    vars_[xvars_.back()] = xlin;
+    for (size_t i = 0; i < n_.bodies.size(); ++i) {
+      const int o = n_.outputs[i];
+      const Buffer& out = p_.buffers[size_t(o)];
+      store(o, index(offset_of(n_.vars, out.strides)), value(n_.bodies[i]).to(out.dtype), mask_);
+    }
+    return sym::mul(cdiv(product(outer), yblock), xprograms);
+  }
+
+  static ExprPtr cdiv(const ExprPtr& n, int64_t block) {
+    return sym::floordiv(sym::add(n, sym::constant(block - 1)), sym::constant(block));
+  }
+
   void reduction(int64_t xblock, int64_t rblock, bool persistent) {
     Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
     if (needs_mask(n_.ranges, xblock)) xmask_ = xlin < expr(product(n_.ranges));
