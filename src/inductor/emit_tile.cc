@@ -191,7 +191,9 @@ class Emitter {
       int64_t rnumel = 0;
       const bool persistent = sym::is_const(product(n_.reduction_ranges), &rnumel) && rnumel > 0 && rnumel <= kPersistentRow;
       const int64_t rblock = persistent ? pow2_at_least(rnumel) : block_for(n_.reduction_ranges, 1024);
-      xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
+      // A looped row group reads each row once per stage: one row per program keeps it in cache.
+      const bool one_row = !persistent && n_.stages.size() > 1;
+      xblock = one_row ? 1 : block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
       reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), persistent);
     }
     if (!k.grid) k.grid = cdiv(xnumel, xblock);

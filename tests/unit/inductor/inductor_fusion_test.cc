@@ -88,6 +88,20 @@ TEST(InductorRowFusion, StatisticsPerRowAreStoredBesideTheEpilogue) {
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5);
 }
 
+TEST(InductorRowFusion, EmptyRowsStillStoreTheirReductions) {
+  // Rows of length 0: the epilogue stores nothing, the sums (0) are stored all the same.
+  auto fn = [](const Tensor& x) {
+    Tensor s = x.sum({-1}, true);
+    return std::vector<Tensor>{s, x * 2.0 + s};
+  };
+  auto f = compile(fn, inductor());
+  Tensor x = randn({3, 0});
+  std::vector<Tensor> got = f(x);
+  expect_close(got[0], zeros({3, 1}), 0.0);
+  EXPECT_EQ(got[1].size(0), 3);
+  EXPECT_EQ(got[1].size(1), 0);
+}
+
 TEST(InductorRowFusion, DynamicRowCountRunsTheSameKernel) {
   auto fn = [](const Tensor& x) { return softmax(x, -1); };
   auto f = compile(fn, inductor(true));
