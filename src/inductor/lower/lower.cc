@@ -150,6 +150,8 @@ Program Lowering::run() {
     bool done = false;
     if (n->kind == graph::NodeKind::Constant) {
       done = lower_pointwise(*this, *n);
+    } else if (n->op == ops::OpId::custom) {
+      done = lower_custom(*this, *n);
     } else {
       switch (ops::kOpFamily[size_t(n->op)]) {
         case ops::OpFamily::POINTWISE:

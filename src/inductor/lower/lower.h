@@ -4,6 +4,7 @@
 //   pointwise.cc  pointwise prims, constants, full / iota
 //   reduction.cc  sum / prod / amax / amin
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
+//   custom.cc     custom tile ops whose kernel is pointwise-shaped (the seed's vector_add)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
 // A graph value lowers to a Def: a buffer, or a function from an index to a scalar value that
 // is not computed yet. Readers inline such functions into their own bodies (vertical fusion)
@@ -71,6 +72,7 @@ class Lowering {
 bool lower_pointwise(Lowering& L, const graph::Node& n);
 bool lower_reduction(Lowering& L, const graph::Node& n);
 bool lower_view(Lowering& L, const graph::Node& n);
+bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-shaped tile ops
 void lower_extern(Lowering& L, const graph::Node& n);
 
 // fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;

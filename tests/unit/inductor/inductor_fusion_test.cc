@@ -1,13 +1,16 @@
 // Row groups (fusion.cc): a reduction with the reductions and pointwise nodes over its rows in one
 // kernel. How many kernels a graph becomes, and that the fused kernels (persistent when the row
 // fits in a block, looped when it does not, masked when the block does not divide it) compute
-// what eager computes.
+// what eager computes. Tiled pointwise kernels (emit_tile.cc), and a pointwise-shaped custom
+// tile op fused with its neighbours (lower/custom.cc).
 #include <gtest/gtest.h>
 #include <kiln/compile.h>
 #include <kiln/kiln.h>
 
 #include "graph/pass_manager.h"
 #include "inductor/inductor.h"
+#include "tests/unit/tile/tile_kernels.h"
+#include "tile/op.h"
 
 namespace kiln::inductor {
 namespace {
@@ -119,6 +122,38 @@ TEST(InductorTiledPointwise, BroadcastAndTransposedOperandsMatchEager) {
     Tensor x = randn(shape), a = randn({shape[1]});
     expect_close(f(x, a), fn(x, a), 1e-6);
   }
+}
+
+// The seed's vector_add as a custom op (its own name: tile_op_test.cc registers test::vector_add).
+Tensor vector_add(const Tensor& x, const Tensor& y) {
+  static const auto op = tile::register_op({
+      .name = "test::fused_vector_add",
+      .program = [](const TensorList& in) { return tile::test::vector_add(256, in[0].dtype()); },
+      .meta = [](const TensorList& in, const std::vector<double>&) {
+        KILN_CHECK(in.size() == 2 && in[0].sizes() == in[1].sizes(), "two tensors of one shape");
+        return std::vector<TensorSpec>{TensorSpec{in[0].sym_sizes(), {}, 0, in[0].dtype(), in[0].device()}};
+      },
+      .grid = [](const TensorList& in, const tile::Meta& m) {
+        return tile::cpu::Grid(tile::cdiv(in[0].numel(), m.find("BLOCK")->to_int()));
+      },
+      .ints = [](const TensorList& in) { return std::vector<int64_t>{in[0].numel()}; },
+  });
+  return tile::call_op(op->def().name, {x, y}).at(0);
+}
+
+TEST(InductorCustomOp, PointwiseTileOpFusesWithItsNeighbours) {
+  CompileOptions o = inductor();
+  o.fullgraph = true;
+  auto fn = [](const Tensor& x, const Tensor& y) { return vector_add(x * 2.0, y).relu() + 1.0; };
+  auto f = compile(fn, o);
+  Tensor x = randn({5000}), y = randn({5000});
+  expect_close(f(x, y), (x * 2.0 + y).relu() + 1.0, 0.0);
+  ASSERT_EQ(f.report().graph_count, 1);
+  // The mul before it, the relu and add after it and the op itself: one kernel.
+  EXPECT_EQ(kernels_of(f.report().graphs[0]), std::vector<NodeKind>{NodeKind::Pointwise});
+  // Inputs of another shape than the kernel's element count reads: the op stays an extern.
+  Tensor a = randn({30, 50});
+  expect_close(f(a.t(), a.t()), (a.t() * 2.0 + a.t()).relu() + 1.0, 0.0);
 }
 
 }  // namespace
