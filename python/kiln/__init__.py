@@ -29,6 +29,9 @@ from ._creation import (zeros, ones, empty, full, rand, randn, randint, randperm
 from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
 from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel, isclose, allclose, equal
 from . import autograd, nn, optim, tile  # noqa: E402
+# The namespaces scripts touch first, answering as PyTorch's CPU build does (docs/python-api.md).
+from . import amp, backends, cuda, accelerator, distributed  # noqa: E402
+from .nn import parallel as _nn_parallel  # noqa: E402,F401  makes kiln.nn.parallel an attribute of kiln.nn
 from ._compile import compile, explain, mark_dynamic, cond, lazy, opaque, set_logs, list_backends  # noqa: E402
 
 # Public types report themselves as kiln.X (reprs, help(), pickling names), not kiln._C.X.
