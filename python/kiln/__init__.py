@@ -30,6 +30,8 @@ from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
 from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel, isclose, allclose, equal
 from . import autograd, nn, optim, tile  # noqa: E402
 from .serialization import save, load  # noqa: E402  PyTorch's zip checkpoints and safetensors; tensors pickle
+from ._generator import Generator  # noqa: E402
+from . import utils  # noqa: E402  kiln.utils.data
 # The namespaces scripts touch first, answering as PyTorch's CPU build does (docs/python-api.md).
 from . import amp, backends, cuda, accelerator, distributed  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  makes kiln.nn.parallel an attribute of kiln.nn
