@@ -47,12 +47,15 @@ def _kiln_dtype(name):
 
 # ---- tensor <-> bytes (shared by pickling and by checkpoints) -----------------------------------
 
-def _storage_bytes(t, start, count):
-    """`count` elements of t's storage from element `start` (in bounds: as_strided checks)."""
+def _storage_memory(t, start, count):
+    """The bytes of `count` elements of t's storage from element `start`, without a copy (as_strided
+    checks the bounds; the memoryview keeps the tensor alive)."""
     if count == 0:
-        return b""
+        return memoryview(b"")
     span = t.as_strided((count,), (1,), start)
-    return ctypes.string_at(span.data_ptr(), count * t.element_size())
+    memory = (ctypes.c_char * (count * t.element_size())).from_address(span.data_ptr())
+    memory._tensor = span
+    return memoryview(memory).cast("B")
 
 
 def _from_buffer(buf, dtype_name):
@@ -84,7 +87,7 @@ def _reduce_tensor(t, protocol=2):
     storage become independent copies. kiln.save keeps the sharing."""
     from .nn.parameter import Parameter
     c = t.detach().contiguous()
-    return (_rebuild_pickled, (_dtype_name(t.dtype), tuple(t.shape), _storage_bytes(c, c.storage_offset(), c.numel()),
+    return (_rebuild_pickled, (_dtype_name(t.dtype), tuple(t.shape), bytes(_storage_memory(c, c.storage_offset(), c.numel())),
                                bool(t.requires_grad), isinstance(t, Parameter)))
 
 
@@ -221,13 +224,7 @@ def _write_zip(obj, fileobj):
         _write_entry(zf, "archive/.storage_alignment", str(_ALIGN).encode())
         _write_entry(zf, "archive/byteorder", b"little")
         for key, nbytes, t in storages.by_base.values():
-            count = nbytes // t.element_size()
-            if count:
-                span = t.as_strided((count,), (1,), 0)  # bounds-checked by kiln
-                data = (ctypes.c_char * nbytes).from_address(span.data_ptr())
-            else:
-                data = b""
-            _write_entry(zf, f"archive/data/{key}", memoryview(data).cast("B"))
+            _write_entry(zf, f"archive/data/{key}", _storage_memory(t, 0, nbytes // t.element_size()))
         _write_entry(zf, "archive/version", b"3\n")
 
 
@@ -429,7 +426,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     path = os.fspath(f) if _is_path(f) else None
     name = repr(path) if path is not None else "the file object"
     if path is not None:
-        with open(path, "rb") as fh:
+        if path.endswith(".safetensors") and not os.path.isfile(path):
+            return _C.load(path, with_metadata, mmap=bool(mmap))  # its kiln.Error, as before
+        with open(path, "rb") as fh:  # other paths: OSError, as torch.load
             head = fh.read(16)
     else:
         start = f.tell()

@@ -226,3 +226,27 @@ def test_tensors_pickle():
     assert pickle.loads(pickle.dumps(kiln.float16)) == kiln.float16
     assert str(pickle.loads(pickle.dumps(kiln.device("cpu")))) == "cpu"
     assert copy.copy(x).tolist() == x.tolist()
+
+
+def test_empty_tensors_big_storages_and_whole_modules():
+    buf = io.BytesIO()
+    kiln.save({"e": kiln.zeros(0), "e2": kiln.zeros(3, 0), "z": kiln.tensor(1.5)}, buf)
+    buf.seek(0)
+    t = torch.load(buf, weights_only=True)
+    assert t["e"].shape == (0,) and t["e2"].shape == (3, 0) and t["z"].item() == 1.5
+    buf = io.BytesIO()
+    big = torch.arange(100.0)
+    torch.save({"e": torch.zeros(0), "v": big[10:12]}, buf)  # torch writes all 100 elements for the view
+    buf.seek(0)
+    k = kiln.load(buf)
+    assert k["e"].shape == (0,) and k["v"].tolist() == [10.0, 11.0] and k["v"].storage_offset() == 10
+    model = nn.Sequential(nn.Linear(2, 3), nn.ReLU())
+    buf = io.BytesIO()
+    kiln.save(model, buf)  # a whole module: kiln's classes, so weights_only=False to load it
+    buf.seek(0)
+    with pytest.raises(kiln.Error, match="refuses the global kiln.nn"):
+        kiln.load(buf)
+    buf.seek(0)
+    again = kiln.load(buf, weights_only=False)
+    x = kiln.ones(1, 2)
+    assert kiln.equal(again(x), model(x)) and isinstance(again[0].weight, nn.Parameter)
