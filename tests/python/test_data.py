@@ -277,3 +277,17 @@ def test_data_doc_example_runs():
     assert blocks
     for code in blocks:
         exec(compile(code, doc, "exec"), {"__name__": "docs_data_example"})
+
+
+def test_distributed_sampler_shards_as_pytorch():
+    from kiln.utils.data.distributed import DistributedSampler as KD
+    from torch.utils.data.distributed import DistributedSampler as TD
+    for n, replicas, drop_last in [(10, 3, False), (10, 3, True), (4, 4, False), (3, 5, False)]:
+        for rank in range(replicas):
+            k = KD(range(n), num_replicas=replicas, rank=rank, shuffle=False, drop_last=drop_last)
+            t = TD(range(n), num_replicas=replicas, rank=rank, shuffle=False, drop_last=drop_last)
+            assert list(k) == list(t) and len(k) == len(t), (n, replicas, rank, drop_last)
+    shards = [list(KD(range(12), num_replicas=3, rank=r, seed=5)) for r in range(3)]
+    assert sorted(sum(shards, [])) == list(range(12)) and shards == [list(KD(range(12), 3, r, seed=5)) for r in range(3)]
+    with pytest.raises(kiln.Error, match="no distributed backend"):
+        KD(range(4))

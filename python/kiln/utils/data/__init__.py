@@ -6,6 +6,7 @@ from .sampler import (Sampler, SequentialSampler, RandomSampler, SubsetRandomSam
 from ._collate import default_collate, default_convert
 from ._worker import get_worker_info, WorkerInfo
 from .dataloader import DataLoader
+from . import distributed  # noqa: F401  DistributedSampler
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "ConcatDataset", "ChainDataset", "Subset",
            "StackDataset", "random_split", "Sampler", "SequentialSampler", "RandomSampler",
