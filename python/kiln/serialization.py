@@ -19,10 +19,6 @@ import ctypes
 import io
 import os
 import pickle
-import tempfile
-import zipfile
-
-import numpy as np
 
 from . import _C
 
@@ -60,6 +56,7 @@ def _storage_memory(t, start, count):
 
 def _from_buffer(buf, dtype_name):
     """A 1-D kiln tensor of the bytes in `buf` (a writable uint8 NumPy array or bytes-like)."""
+    import numpy as np  # only when tensors are read: `import kiln` does not need NumPy
     if dtype_name not in _KINDS:
         raise _C.Error(f"load(): kiln has no dtype {dtype_name}")
     raw = np.frombuffer(buf, dtype=np.uint8) if not isinstance(buf, np.ndarray) else buf
@@ -203,6 +200,7 @@ _ALIGN = 64
 def _write_entry(zf, name, data):
     """A stored entry whose data starts at a multiple of 64 bytes (padding in the extra field, as
     torch writes it, so readers may map storages in place)."""
+    import zipfile
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
     info.compress_type = zipfile.ZIP_STORED
     header = 30 + len(name.encode("utf-8")) + 4
@@ -214,6 +212,7 @@ def _write_entry(zf, name, data):
 
 
 def _write_zip(obj, fileobj):
+    import zipfile  # zipfile and tempfile load with the first checkpoint: `import kiln` stays quick
     storages = _Storages()
     _CheckpointPickler(_NullSink(), storages).dump(obj)
     pkl = io.BytesIO()
@@ -330,6 +329,7 @@ def _read_zip(zf, name, map_location, weights_only):
             if info.file_size < numel * itemsize:
                 raise _Corrupt(f"the storage entry {record} holds {info.file_size} bytes, "
                                f"but data.pkl says {numel} elements of {itemsize} bytes")
+            import numpy as np
             raw = np.empty(info.file_size, dtype=np.uint8)
             with zf.open(info) as f:
                 got = f.readinto(raw)
@@ -388,6 +388,7 @@ def save(obj, f, metadata=None, pickle_module=None, pickle_protocol=2, _use_new_
         if path is None:
             raise TypeError("save(): a safetensors file is written to a path (a str), not to a file object")
         return _C.save(obj, path, metadata)
+    import tempfile
     if not _use_new_zipfile_serialization:
         raise _C.Error("save(): kiln writes PyTorch's zip format only, not its legacy format "
                        "(_use_new_zipfile_serialization=False)")
@@ -420,6 +421,8 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
         map_location, with_metadata = None, map_location
     if not _is_path(f) and not hasattr(f, "read"):
         return _C.load(f, with_metadata, mmap=bool(mmap))  # kiln's argument error for `path`
+    import tempfile
+    import zipfile
     _check_map_location(map_location)
     if weights_only is None:
         weights_only = pickle_module is None

@@ -4,7 +4,6 @@ return them in the sampler's order. pin_memory is accepted and does nothing (the
 for); persistent_workers and in_order=False are accepted too, but workers start afresh each epoch and
 batches always come in the sampler's order."""
 import itertools
-import multiprocessing
 import os
 import pickle
 import queue
@@ -127,6 +126,7 @@ class _MultiProcessIter:
     in task order. An exhausted IterableDataset copy takes its worker out of the rotation."""
 
     def __init__(self, loader):
+        import multiprocessing  # with the first worker, not with `import kiln`
         ctx = loader.multiprocessing_context
         if ctx is None or isinstance(ctx, str):
             ctx = multiprocessing.get_context(ctx)
