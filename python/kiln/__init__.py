@@ -34,6 +34,7 @@ from ._generator import Generator  # noqa: E402
 from . import utils  # noqa: E402  kiln.utils.data
 # The namespaces scripts touch first, answering as PyTorch's CPU build does (docs/python-api.md).
 from . import amp, backends, cuda, accelerator, distributed  # noqa: E402
+from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  makes kiln.nn.parallel an attribute of kiln.nn
 from ._compile import compile, explain, mark_dynamic, cond, lazy, opaque, set_logs, list_backends  # noqa: E402
 

@@ -87,9 +87,9 @@ print(json.dumps(out))
 """
 
 
-def probe(module):
+def probe(module, probes=PROBES):
     env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=PYTHON_DIR)
-    res = subprocess.run([sys.executable, "-c", PRELUDE.format(m=module), json.dumps(PROBES)],
+    res = subprocess.run([sys.executable, "-c", PRELUDE.format(m=module), json.dumps(probes)],
                          capture_output=True, text=True, env=env, timeout=300)
     assert res.returncode == 0, res.stderr
     return json.loads(res.stdout.strip().splitlines()[-1])
@@ -104,6 +104,15 @@ def answers():
 def test_namespace_answers_as_pytorch_without_cuda(name, answers):
     torch_ans, kiln_ans = answers
     assert kiln_ans[name] == torch_ans[name], (name, torch_ans[name], kiln_ans[name])
+
+
+def test_float32_matmul_precision_as_pytorch():
+    """A fresh process each (torch refuses to mix this API with the allow_tf32 flag set above)."""
+    seq = {"seq": "(M.get_float32_matmul_precision(), M.set_float32_matmul_precision('high'),"
+                  " M.get_float32_matmul_precision(), M.set_float32_matmul_precision('bogus'),"
+                  " M.get_float32_matmul_precision(), M.set_float32_matmul_precision('medium'),"
+                  " M.get_float32_matmul_precision())"}
+    assert probe("kiln", seq) == probe("torch", seq) == {"seq": ["highest", None, "high", None, "high", None, "medium"]}
 
 
 def test_unavailable_features_name_themselves():

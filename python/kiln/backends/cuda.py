@@ -1,14 +1,42 @@
 """kiln.backends.cuda: torch.backends.cuda's flags (settable, no effect: there is no CUDA here)."""
 
 
+import warnings
+
+_precision = {"float32_matmul": "highest"}
+
+
+def set_float32_matmul_precision(precision):
+    """torch.set_float32_matmul_precision: 'highest', 'high' or 'medium' (recorded; kiln's CPU
+    matmuls are always full float32). Another value warns and changes nothing, as in torch."""
+    if precision not in ("highest", "high", "medium"):
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current "
+                      f"set_float32_matmul_precision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _precision["float32_matmul"] = precision
+
+
+def get_float32_matmul_precision():
+    return _precision["float32_matmul"]
+
+
 class _MatmulFlags:
+    """allow_tf32 is another view of the float32 matmul precision, as in torch: True means 'high'."""
+
     def __init__(self):
-        self.allow_tf32 = False
         self.allow_fp16_reduced_precision_reduction = True
         self.allow_bf16_reduced_precision_reduction = True
 
+    @property
+    def allow_tf32(self):
+        return _precision["float32_matmul"] != "highest"
+
+    @allow_tf32.setter
+    def allow_tf32(self, on):
+        _precision["float32_matmul"] = "high" if on else "highest"
+
     def __repr__(self):
-        return f"kiln.backends.cuda.matmul({vars(self)})"
+        return f"kiln.backends.cuda.matmul(allow_tf32={self.allow_tf32}, {vars(self)})"
 
 
 matmul = _MatmulFlags()
