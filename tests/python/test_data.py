@@ -194,7 +194,7 @@ def test_workers_shut_down_when_the_loop_ends_early():
     gc.collect()
     assert not any(w.is_alive() for w in workers)
     it = iter(loader)
-    assert sum(1 for _ in it) == 100
+    assert len(it) == 100 and sum(1 for _ in it) == 100
     assert not any(w.is_alive() for w in it._workers)
 
 

@@ -206,3 +206,77 @@ def test_grad_scaler_misuse_errors_match_pytorch():
         warnings.simplefilter("ignore")
         with pytest.raises(RuntimeError, match="state dict is empty"):
             kiln.amp.GradScaler("cpu").load_state_dict(kiln.amp.GradScaler("cuda").state_dict())
+
+
+SCRIPT = '''
+import os, sys, json, warnings
+from contextlib import nullcontext
+import numpy as np
+warnings.simplefilter("ignore")
+import {m} as torch
+from {m}.nn.parallel import DistributedDataParallel as DDP
+from {m}.distributed import init_process_group, destroy_process_group
+from {m}.utils.data import DataLoader, TensorDataset
+
+ddp = int(os.environ.get("RANK", -1)) != -1
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(1337)
+torch.cuda.manual_seed_all(1337) if torch.cuda.is_available() else None
+torch.backends.cuda.matmul.allow_tf32 = True
+torch.backends.cudnn.allow_tf32 = True
+device_type = "cuda" if "cuda" in device else "cpu"
+dtype = "bfloat16" if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else "float32"
+ptdtype = {{"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}}[dtype]
+ctx = nullcontext() if device_type == "cpu" else torch.amp.autocast(device_type=device_type, dtype=ptdtype)
+scaler = torch.cuda.amp.GradScaler(enabled=(dtype == "float16"))
+
+rng = np.random.default_rng(0)
+w1, w2 = rng.standard_normal((8, 4)).astype(np.float32), rng.standard_normal((1, 8)).astype(np.float32)
+model = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.Tanh(), torch.nn.Linear(8, 1))
+with torch.no_grad():
+    model[0].weight.copy_(torch.from_numpy(w1)); model[0].bias.zero_()
+    model[2].weight.copy_(torch.from_numpy(w2)); model[2].bias.zero_()
+x = torch.from_numpy(rng.standard_normal((12, 4)).astype(np.float32))
+y = torch.from_numpy(rng.standard_normal((12, 1)).astype(np.float32))
+loader = DataLoader(TensorDataset(x, y), batch_size=4, num_workers=1)
+optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+losses = []
+for xb, yb in loader:
+    with ctx:
+        loss = ((model(xb) - yb) ** 2).mean()
+    scaler.scale(loss).backward()
+    scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+    optimizer.zero_grad(set_to_none=True)
+    losses.append(loss.item())
+out = sys.argv[1]
+torch.save({{"model": model.state_dict(), "optimizer": optimizer.state_dict(), "iter_num": 3,
+            "model_args": {{"n": 8}}, "config": {{"dtype": dtype, "device": device}}}}, out)
+ckpt = torch.load(out, map_location=device)
+model.load_state_dict(ckpt["model"])
+optimizer.load_state_dict(ckpt["optimizer"])
+print(json.dumps({{"losses": losses, "iter": ckpt["iter_num"], "config": ckpt["config"], "ddp": ddp}}))
+'''
+
+
+def test_a_script_preamble_runs_unchanged(tmp_path):
+    """The first lines of a typical training script (nanoGPT-style), a DataLoader with a worker,
+    a GradScaler, a checkpoint saved and resumed: the same program with M=torch and M=kiln."""
+    results = {}
+    for m in ("torch", "kiln"):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES="", PYTHONPATH=PYTHON_DIR)
+        env.pop("RANK", None)
+        res = subprocess.run([sys.executable, "-c", SCRIPT.format(m=m), str(tmp_path / f"{m}.pt")],
+                             capture_output=True, text=True, env=env, timeout=300)
+        assert res.returncode == 0, res.stderr
+        results[m] = json.loads(res.stdout.strip().splitlines()[-1])
+    k, t = results["kiln"], results["torch"]
+    assert k["losses"] == pytest.approx(t["losses"], rel=1e-5)
+    assert k["iter"] == t["iter"] == 3 and k["config"] == t["config"] and k["ddp"] is t["ddp"] is False
+    assert torch_loads(tmp_path / "kiln.pt")["iter_num"] == 3
+
+
+def torch_loads(path):
+    import torch
+    return torch.load(path, weights_only=True)

@@ -110,11 +110,15 @@ class DataLoader:
 
 class _SingleProcessIter:
     def __init__(self, loader):
+        self._loader = loader
         self._indices = iter(loader._index_sampler)
         self._fetch = loader._fetcher()
 
     def __iter__(self):
         return self
+
+    def __len__(self):
+        return len(self._loader)
 
     def __next__(self):
         return self._fetch(next(self._indices))
@@ -132,6 +136,7 @@ class _MultiProcessIter:
             ctx = multiprocessing.get_context(ctx)
         with drawing(loader.generator):
             base_seed = int(_creation.randint(0, 2 ** 62, (1,)).item())
+        self._loader = loader
         self._timeout = loader.timeout
         n = loader.num_workers
         self._shut = False
@@ -155,6 +160,9 @@ class _MultiProcessIter:
 
     def __iter__(self):
         return self
+
+    def __len__(self):
+        return len(self._loader)
 
     def _put_task(self):
         worker = next((w for w in (next(self._rotation) for _ in self._active) if self._active[w]), None)
