@@ -291,3 +291,31 @@ def test_distributed_sampler_shards_as_pytorch():
     assert sorted(sum(shards, [])) == list(range(12)) and shards == [list(KD(range(12), 3, r, seed=5)) for r in range(3)]
     with pytest.raises(kiln.Error, match="no distributed backend"):
         KD(range(4))
+
+
+def test_generic_subclassing_as_in_typed_scripts():
+    class Pairs(kdata.Dataset[tuple]):
+        def __len__(self):
+            return 3
+
+        def __getitem__(self, i):
+            return (i, -i)
+
+    class Evens(kdata.Sampler[int]):
+        def __iter__(self):
+            return iter([0, 2])
+
+        def __len__(self):
+            return 2
+
+    class Stream(kdata.IterableDataset[int]):
+        def __iter__(self):
+            return iter([5, 6])
+
+    assert norm(list(kdata.DataLoader(Pairs(), batch_size=2, sampler=Evens()))) == \
+        ("list", [("list", [("T", "int64", (2,), [0, 2]), ("T", "int64", (2,), [0, -2])])])
+    assert [b.tolist() for b in kdata.DataLoader(Stream(), batch_size=2)] == [[5, 6]]
+    from kiln.utils.data.dataloader import default_collate  # the module paths scripts import from
+    from kiln.utils.data.sampler import BatchSampler  # noqa: F401
+    from kiln.utils.data.dataset import random_split  # noqa: F401
+    assert default_collate([1, 2]).tolist() == [1, 2]

@@ -4,14 +4,19 @@ combine them, and random_split cuts one into random, non-overlapping Subsets."""
 import bisect
 import itertools
 import math
+import typing
 import warnings
 
 from ... import _creation
 from ..._generator import drawing
 
 
-class Dataset:
-    """A map-style dataset: subclasses define __getitem__ (and usually __len__)."""
+T_co = typing.TypeVar("T_co", covariant=True)
+
+
+class Dataset(typing.Generic[T_co]):
+    """A map-style dataset: subclasses define __getitem__ (and usually __len__). Generic, as
+    torch's: `class Pairs(Dataset[tuple])`."""
 
     def __getitem__(self, index):
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
@@ -20,7 +25,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset of samples yielded by __iter__. With worker processes every worker runs its own copy
     of __iter__; shard with get_worker_info() so workers do not yield the same samples."""
 

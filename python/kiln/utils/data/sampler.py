@@ -1,12 +1,19 @@
 """Samplers with torch.utils.data's semantics: they yield dataset indices (BatchSampler: lists of
 them). Random ones draw from kiln's RNG, from their `generator` (a kiln.Generator) when given, so a
 seed fixes the order; kiln's stream is not PyTorch's, so the shuffled orders differ from torch's."""
+import typing
+
 from ... import _C
 from ... import _creation
 from ..._generator import drawing
 
 
-class Sampler:
+T_co = typing.TypeVar("T_co", covariant=True)
+
+
+class Sampler(typing.Generic[T_co]):
+    """Yields indices (or lists of them); generic, as torch's: `class MySampler(Sampler[int])`."""
+
     def __init__(self, data_source=None):
         pass
 
