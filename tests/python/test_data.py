@@ -319,3 +319,37 @@ def test_generic_subclassing_as_in_typed_scripts():
     from kiln.utils.data.sampler import BatchSampler  # noqa: F401
     from kiln.utils.data.dataset import random_split  # noqa: F401
     assert default_collate([1, 2]).tolist() == [1, 2]
+
+
+def _count_init(worker_id):
+    import builtins
+    builtins._kiln_test_inits = getattr(builtins, "_kiln_test_inits", 0) + 1
+
+
+class InitCount(kdata.Dataset):
+    def __len__(self):
+        return 8
+
+    def __getitem__(self, i):
+        import builtins
+        import os
+        return i, getattr(builtins, "_kiln_test_inits", 0), os.getpid()
+
+
+@pytest.mark.parametrize("iterable", [False, True])
+def test_persistent_workers_live_across_epochs(iterable):
+    ds = ShardedStream.make(kdata, True) if iterable else InitCount()
+    loader = kdata.DataLoader(ds, batch_size=2, num_workers=2, persistent_workers=True, worker_init_fn=_count_init)
+    fresh = [norm(b) for b in kdata.DataLoader(ds, batch_size=2, num_workers=2)]
+    it = iter(loader)
+    next(it)  # leave the first epoch early: its in-flight batches must not leak into the next
+    epochs = [[norm(b) for b in loader] for _ in range(2)]
+    assert [[b[1][0] for b in e] for e in epochs] == [[b[1][0] for b in fresh]] * 2
+    if not iterable:
+        assert all(b[1][1][3] == [1, 1] for e in epochs for b in e)  # worker_init_fn ran once per worker
+        pids = {p for e in epochs for b in e for p in b[1][2][3]}
+        assert len(pids) == 2  # the same two processes served both epochs
+    workers = list(loader._workers_iter._workers)
+    del it, loader
+    gc.collect()
+    assert not any(w.is_alive() for w in workers)

@@ -104,7 +104,7 @@ def worker_loop(dataset, is_iterable, auto_collation, collate_fn, drop_last, ind
     random.seed(seed)
     _C.manual_seed(seed)
     where = f"in DataLoader worker process {worker_id}"
-    pending_error = None
+    pending_error = fetch = None
     try:
         if worker_init_fn is not None:
             worker_init_fn(worker_id)
@@ -121,7 +121,13 @@ def worker_loop(dataset, is_iterable, auto_collation, collate_fn, drop_last, ind
         if task is None:
             result_queue.cancel_join_thread()  # results nobody will read must not block the exit
             break
-        task_id, index = task
+        epoch, task_id, index = task
+        if task_id is None:  # persistent workers, a new epoch: the dataset starts over
+            try:
+                fetch = Fetcher(dataset, is_iterable, auto_collation, collate_fn, drop_last)
+            except Exception:  # noqa: BLE001
+                pending_error = ExceptionWrapper(where)
+            continue
         if pending_error is not None:
             data, pending_error = pending_error, None
         else:
@@ -135,4 +141,4 @@ def worker_loop(dataset, is_iterable, auto_collation, collate_fn, drop_last, ind
             payload = pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - a batch that cannot be sent is an error of that batch
             payload = pickle.dumps(ExceptionWrapper(where + " (sending its batch to the main process)"))
-        result_queue.put((task_id, payload))
+        result_queue.put((epoch, task_id, payload))

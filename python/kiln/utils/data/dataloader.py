@@ -1,8 +1,8 @@
 """DataLoader with torch.utils.data's semantics: batches from a sampler (or an IterableDataset),
 collated by collate_fn, in the main process (num_workers=0) or fetched by worker processes that
 return them in the sampler's order. pin_memory is accepted and does nothing (there is no GPU to pin
-for); persistent_workers and in_order=False are accepted too, but workers start afresh each epoch and
-batches always come in the sampler's order."""
+for). persistent_workers=True keeps the worker processes from one epoch to the next (each starts its
+dataset over); in_order=False is accepted, but batches always come in the sampler's order."""
 import itertools
 import os
 import pickle
@@ -97,7 +97,14 @@ class DataLoader:
     def __iter__(self):
         if self.num_workers == 0:
             return _SingleProcessIter(self)
-        return _MultiProcessIter(self)
+        if not self.persistent_workers:
+            return _MultiProcessIter(self)
+        it = getattr(self, "_workers_iter", None)
+        if it is None or it._shut:
+            it = self._workers_iter = _MultiProcessIter(self)
+        else:
+            it._next_epoch()
+        return it
 
     def __len__(self):
         if self._is_iterable:
@@ -149,14 +156,27 @@ class _MultiProcessIter:
                 self._index_queues[i], self._result_queue, i, n, base_seed + i, loader.worker_init_fn, os.getpid()))
             w.start()
             self._workers.append(w)
-        self._indices = iter(loader._index_sampler)
+        self._epoch = 0
+        self._start_epoch()
+
+    def _start_epoch(self):
+        n = len(self._workers)
+        self._indices = iter(self._loader._index_sampler)
         self._active = [True] * n
         self._rotation = itertools.cycle(range(n))
         self._task_worker = {}  # task id -> worker, for tasks sent and not yet yielded
-        self._arrived = {}  # task id -> payload that came before its turn
+        self._arrived = {}  # task id -> batch that came before its turn
         self._send_idx = self._rcvd_idx = 0
-        for _ in range(loader.prefetch_factor * n):
+        for _ in range(self._loader.prefetch_factor * n):
             self._put_task()
+
+    def _next_epoch(self):
+        """Persistent workers: results still in flight from the last epoch are dropped (tagged with
+        their epoch), and each worker starts its dataset over."""
+        self._epoch += 1
+        for q in self._index_queues:
+            q.put((self._epoch, None, None))
+        self._start_epoch()
 
     def __iter__(self):
         return self
@@ -172,7 +192,7 @@ class _MultiProcessIter:
             index = next(self._indices)
         except StopIteration:
             return
-        self._index_queues[worker].put((self._send_idx, index))
+        self._index_queues[worker].put((self._epoch, self._send_idx, index))
         self._task_worker[self._send_idx] = worker
         self._send_idx += 1
 
@@ -198,7 +218,8 @@ class _MultiProcessIter:
                 del self._task_worker[self._rcvd_idx]
                 self._rcvd_idx += 1
             if self._rcvd_idx >= self._send_idx:
-                self._shutdown()
+                if not self._loader.persistent_workers:
+                    self._shutdown()
                 raise StopIteration
             if self._rcvd_idx in self._arrived:
                 data = self._arrived.pop(self._rcvd_idx)
@@ -206,7 +227,9 @@ class _MultiProcessIter:
                 self._rcvd_idx += 1
                 self._put_task()
                 return self._unpack(data)
-            task_id, payload = self._get()
+            epoch, task_id, payload = self._get()
+            if epoch != self._epoch:  # from an epoch left before its end
+                continue
             data = pickle.loads(payload)
             if isinstance(data, _worker.IterableEnded):
                 self._active[data.worker_id] = False
