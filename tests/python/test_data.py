@@ -353,3 +353,19 @@ def test_persistent_workers_live_across_epochs(iterable):
     del it, loader
     gc.collect()
     assert not any(w.is_alive() for w in workers)
+
+
+class Dies(kdata.Dataset):
+    def __len__(self):
+        return 6
+
+    def __getitem__(self, i):
+        if i == 3:
+            import os
+            os._exit(0)  # a worker that vanishes, even "successfully", must not hang the loop
+        return i
+
+
+def test_a_worker_that_dies_is_reported():
+    with pytest.raises(RuntimeError, match=r"DataLoader worker \(pid\(s\) \d+\) exited unexpectedly"):
+        list(kdata.DataLoader(Dies(), batch_size=1, num_workers=1))

@@ -146,10 +146,10 @@ class _MultiProcessIter:
         self._loader = loader
         self._timeout = loader.timeout
         n = loader.num_workers
-        self._shut = False
         self._workers = []
         self._result_queue = ctx.Queue()
         self._index_queues = [ctx.Queue() for _ in range(n)]
+        self._shut = False  # from here on __del__ shuts down what was started
         for i in range(n):
             w = ctx.Process(target=_worker.worker_loop, daemon=True, args=(
                 loader.dataset, loader._is_iterable, loader._auto_collation, loader.collate_fn, loader.drop_last,
@@ -202,7 +202,7 @@ class _MultiProcessIter:
             try:
                 return self._result_queue.get(timeout=1.0)
             except queue.Empty:
-                dead = [w.pid for w in self._workers if w.exitcode is not None and w.exitcode != 0]
+                dead = [w.pid for w in self._workers if w.exitcode is not None]  # none exits before shutdown
                 if dead:
                     self._shutdown()
                     raise RuntimeError(f"DataLoader worker (pid(s) {', '.join(map(str, dead))}) exited unexpectedly")
