@@ -13,6 +13,7 @@ Tensors that view one kiln storage share one storage entry, so they share memory
 loading. The globals written are the ones torch.load(weights_only=True) accepts (tensors,
 parameters, storages, dtypes, torch.device, OrderedDict), so kiln's checkpoints load in PyTorch, and
 PyTorch's checkpoints of tensors and state dicts load in kiln. See docs/python-api.md."""
+import _compat_pickle
 import collections
 import copyreg
 import ctypes
@@ -269,8 +270,8 @@ _TORCH_GLOBALS = {
     ("collections", "OrderedDict"): collections.OrderedDict,
 }
 # What torch.load(weights_only=True) also allows beyond the above, from Python's builtins.
-_SAFE = {("collections", "Counter"), ("builtins", "set"), ("builtins", "frozenset"), ("builtins", "complex"),
-         ("builtins", "bytearray"), ("builtins", "slice"), ("builtins", "range"), ("_codecs", "encode")}
+_SAFE = {("collections", "Counter"), ("builtins", "set"), ("builtins", "complex"), ("builtins", "bytearray"),
+         ("_codecs", "encode")}
 
 
 class _CheckpointUnpickler(pickle.Unpickler):
@@ -283,6 +284,12 @@ class _CheckpointUnpickler(pickle.Unpickler):
         return self._load_storage(pid)
 
     def find_class(self, module, name):
+        # Protocol 2 writes Python 2's names (__builtin__.set); pickle maps them in its own
+        # find_class, which this one replaces.
+        if (module, name) in _compat_pickle.NAME_MAPPING:
+            module, name = _compat_pickle.NAME_MAPPING[(module, name)]
+        elif module in _compat_pickle.IMPORT_MAPPING:
+            module = _compat_pickle.IMPORT_MAPPING[module]
         if (module, name) in _TORCH_GLOBALS:
             return _TORCH_GLOBALS[(module, name)]
         if module == "torch" and name in _DTYPE_NAMES:

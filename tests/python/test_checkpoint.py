@@ -1,6 +1,7 @@
 """kiln.save / kiln.load in PyTorch's zip checkpoint format (issue 14 item 6): kiln's checkpoints
 load in torch.load, torch.save's load in kiln, both with weights_only=True; views keep sharing their
 storage; damaged files raise a kiln.Error; safetensors files work as before; tensors pickle."""
+import collections
 import copy
 import io
 import os
@@ -250,3 +251,22 @@ def test_empty_tensors_big_storages_and_whole_modules():
     again = kiln.load(buf, weights_only=False)
     x = kiln.ones(1, 2)
     assert kiln.equal(again(x), model(x)) and isinstance(again[0].weight, nn.Parameter)
+
+
+def test_python_values_both_ways():
+    """bytes, sets, complex numbers, OrderedDicts, big ints, inf: protocol 2 writes some of them
+    with Python 2's names (__builtin__.set), which weights_only=True allows on both sides."""
+    obj = {"b": b"\x00\xff", "s": {1, 2}, "c": complex(1, 2), "od": collections.OrderedDict(a=1),
+           "t": (None, (1.5, float("inf"))), "big": 2 ** 70, "neg": -3, "n": collections.Counter("aab"), "ba": bytearray(b"x")}
+    for save, load in ((kiln.save, lambda b: torch.load(b, weights_only=True)),
+                       (torch.save, lambda b: kiln.load(b, weights_only=True))):
+        buf = io.BytesIO()
+        save(obj, buf)
+        buf.seek(0)
+        assert load(buf) == obj
+    for refused in (frozenset({1}), range(3), slice(1, 2)):  # torch's weights_only refuses these too
+        buf = io.BytesIO()
+        torch.save(refused, buf)
+        buf.seek(0)
+        with pytest.raises(kiln.Error, match="refuses the global builtins."):
+            kiln.load(buf)
