@@ -13,7 +13,7 @@ namespace {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-const char* const kPuncts[] = {"->", "//", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "%"};
+const char* const kPuncts[] = {"->", "//", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "%", "<"};
 
 }  // namespace
 
@@ -180,12 +180,12 @@ void read_list(Lexer& lx, F each) {
   lx.expect("]");
 }
 
-SymInt read_sym_sum(Lexer& lx, int64_t hint);
+SymInt read_sym_sum(Lexer& lx, int64_t hint, const SymbolLookup& names);
 
-SymInt read_sym_factor(Lexer& lx, int64_t hint) {
-  if (lx.accept("-")) return SymInt(0) - read_sym_factor(lx, hint);
+SymInt read_sym_factor(Lexer& lx, int64_t hint, const SymbolLookup& names) {
+  if (lx.accept("-")) return SymInt(0) - read_sym_factor(lx, hint, names);
   if (lx.accept("(")) {
-    SymInt v = read_sym_sum(lx, hint);
+    SymInt v = read_sym_sum(lx, hint, names);
     lx.expect(")");
     return v;
   }
@@ -195,39 +195,68 @@ SymInt read_sym_factor(Lexer& lx, int64_t hint) {
     Token id = lx.next();
     if ((id.text == "min" || id.text == "max") && lx.at_punct("(")) {
       lx.expect("(");
-      SymInt a = read_sym_sum(lx, hint);
+      SymInt a = read_sym_sum(lx, hint, names);
       lx.expect(",");
-      SymInt b = read_sym_sum(lx, hint);
+      SymInt b = read_sym_sum(lx, hint, names);
       lx.expect(")");
       return id.text == "min" ? min(a, b) : max(a, b);
     }
+    if (names)
+      if (sym::ExprPtr e = names(id.text)) return SymInt(e, hint);
     return SymInt(sym::symbol(id.text), hint);
   }
   lx.fail(t, "expected a size (integer, symbol or expression)");
 }
 
-SymInt read_sym_term(Lexer& lx, int64_t hint) {
-  SymInt v = read_sym_factor(lx, hint);
+SymInt read_sym_term(Lexer& lx, int64_t hint, const SymbolLookup& names) {
+  SymInt v = read_sym_factor(lx, hint, names);
   for (;;) {
-    if (lx.accept("*")) v = v * read_sym_factor(lx, hint);
-    else if (lx.accept("//")) v = floordiv(v, read_sym_factor(lx, hint));
-    else if (lx.accept("%")) v = v % read_sym_factor(lx, hint);
+    if (lx.accept("*")) v = v * read_sym_factor(lx, hint, names);
+    else if (lx.accept("//")) v = floordiv(v, read_sym_factor(lx, hint, names));
+    else if (lx.accept("%")) v = v % read_sym_factor(lx, hint, names);
     else return v;
   }
 }
 
-SymInt read_sym_sum(Lexer& lx, int64_t hint) {
-  SymInt v = read_sym_term(lx, hint);
+SymInt read_sym_sum(Lexer& lx, int64_t hint, const SymbolLookup& names) {
+  SymInt v = read_sym_term(lx, hint, names);
   for (;;) {
-    if (lx.accept("+")) v = v + read_sym_term(lx, hint);
-    else if (lx.accept("-")) v = v - read_sym_term(lx, hint);
+    if (lx.accept("+")) v = v + read_sym_term(lx, hint, names);
+    else if (lx.accept("-")) v = v - read_sym_term(lx, hint, names);
     else return v;
   }
 }
 
 }  // namespace
 
-SymInt read_symint(Lexer& lx, int64_t hint) { return read_sym_sum(lx, hint); }
+SymInt read_symint(Lexer& lx, int64_t hint, const SymbolLookup& names) { return read_sym_sum(lx, hint, names); }
+
+// "<op> [backward] [@ <file>:<line>]", the text after '#' (print.cc's origin_str).
+Origin read_origin(const Lexer& lx, const Token& t) {
+  Origin o;
+  std::string head = t.text, where;
+  if (size_t at = t.text.find(" @ "); at != std::string::npos) head = t.text.substr(0, at), where = t.text.substr(at + 3);
+  if (head.size() > 9 && head.compare(head.size() - 9, 9, " backward") == 0) {
+    o.backward = true;
+    head.resize(head.size() - 9);
+  }
+  const ops::OpInfo* info = ops::find_op(head);
+  if (!info) lx.fail(t, "expected an origin '# <op> [backward] [@ <file>:<line>]' with a known op");
+  o.op = info->id;
+  if (!where.empty()) {
+    const size_t colon = where.rfind(':');
+    int line = 0;
+    const char* end = where.data() + where.size();
+    auto [p, ec] = colon == std::string::npos || colon == 0
+                       ? std::from_chars_result{end, std::errc::invalid_argument}
+                       : std::from_chars(where.data() + colon + 1, end, line);
+    if (ec != std::errc() || p != end || line <= 0 || colon + 1 == where.size())
+      lx.fail(t, "expected '<file>:<line>' after '@' in the origin");
+    o.file = intern_file(where.substr(0, colon));
+    o.line = line;
+  }
+  return o;
+}
 
 double read_float(Lexer& lx) {
   const bool neg = lx.accept("-");

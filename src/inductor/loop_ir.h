@@ -80,7 +80,10 @@ struct Node {
   // its siblings horizontally stores several).
   std::vector<const Value*> bodies;
   // Extern: the graph node it runs, and per tensor argument (Node::inputs() order) its buffer.
+  // An extern parsed from text has no graph node, only its op's name: it prints and its
+  // neighbours compile, but it can't run.
   const graph::Node* call = nullptr;
+  std::string extern_op;
   std::vector<int> inputs;
   std::vector<graph::Origin> origins;  // the graph nodes folded into it (deduplicated, in order)
 };
@@ -128,6 +131,14 @@ ExprPtr product(const SymShape& sizes);
 
 // The text form (docs/compiler.md): one line per buffer, one block per node.
 std::string print(const Program& p);
+// Reads the text form back (loop_ir_parse.cc): print(parse(print(p))) == print(p). Constant
+// buffers come back without their contents and externs without their graph node (extern_op), so
+// a parsed program prints, fuses and compiles kernels but does not run. A kiln::Error
+// "line:col: message" on bad text.
+Program parse(const std::string& text);
+// The dtype a constant operand of `user` (operand `i`; i == -1: a stored body of a buffer of
+// dtype `stored`) is printed without: the text names a constant's dtype only when it differs.
+DType implied_constant_dtype(const Value* user, int i, DType stored);
 // Throws kiln::Error naming the first bad node: buffer ids in range, loads of buffers defined
 // before, index expressions only over the node's variables and size symbols, dtypes.
 void verify(const Program& p);

@@ -17,6 +17,8 @@
 namespace kiln::inductor {
 namespace {
 
+}  // namespace
+
 // k<index>_<up to three op names>: an identifier that says what the kernel computes.
 void name_nodes(Program& p) {
   for (size_t i = 0; i < p.nodes.size(); ++i) {
@@ -40,6 +42,8 @@ void name_nodes(Program& p) {
     n.name = name;
   }
 }
+
+namespace {
 
 std::string fusion_report(const Program& p) {
   std::ostringstream os;
@@ -70,13 +74,16 @@ std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Gra
   KILN_CHECK(stage == "lower" || stage == "kernels" || stage == "c", "inductor pipeline: unknown stage '", stage,
              "' (the last stage is lower, kernels or c; graph passes may come before it)");
   Program p = lower_and_schedule(std::move(g));
-  if (stage == "lower") return print(p);
+  return stage == "lower" ? print(p) : print_kernels(p, stage == "c");
+}
+
+std::string print_kernels(const Program& p, bool c) {
   std::string out;
   for (const Node& n : p.nodes) {
     if (n.kind == NodeKind::Extern) continue;
     GeneratedKernel k = emit_tile(p, n);
     tile::run_passes(k.program, tile::default_passes());  // what the CPU backend compiles
-    out += stage == "kernels" ? tile::print(k.program) : tile::cpu::emit_kernel(k.program);
+    out += c ? tile::cpu::emit_kernel(k.program) : tile::print(k.program);
     out += "\n";
   }
   return out;
@@ -90,6 +97,7 @@ std::string run_pipeline(const std::string& pipeline, const std::string& graph_t
   };
   std::string stages = trim(pipeline);
   if (stages.rfind("inductor:", 0) == 0) stages = stages.substr(9);  // (the kernels folder mixes IRs)
+  if (stages.rfind("loop:", 0) == 0) return run_loop_pipeline(stages.substr(5), graph_text);  // loop IR text
   const size_t bar = stages.rfind('|');
   std::string text = graph_text;
   if (bar != std::string::npos) text = graph::run_pipeline(trim(stages.substr(0, bar)), graph_text);
