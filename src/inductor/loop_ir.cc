@@ -30,6 +30,7 @@ const char* node_kind_name(NodeKind k) {
   switch (k) {
     case NodeKind::Pointwise: return "pointwise";
     case NodeKind::Reduction: return "reduction";
+    case NodeKind::Scan: return "scan";
     case NodeKind::Extern: return "extern";
   }
   return "?";
@@ -234,6 +235,7 @@ std::string print(const Program& p) {
       os << " over [" << vars_str(n.vars, n.ranges) << "]";
       if (n.kind == NodeKind::Reduction)
         os << " " << tile::reduce_name(n.reduce) << " over [" << vars_str(n.reduction_vars, n.reduction_ranges) << "]";
+      if (n.kind == NodeKind::Scan) os << " " << tile::scan_name(n.scan) << " along " << n.vars.at(size_t(n.scan_axis))->name;
     }
     std::string origins;
     for (const graph::Origin& o : n.origins)
@@ -283,7 +285,9 @@ void verify(const Program& p) {
       if (!n.call && n.extern_op.empty()) bad("an extern without a graph node");
     } else {
       if (n.outputs.empty() || n.outputs.size() != n.bodies.size()) bad("a kernel node stores one body per output");
-      if (n.kind == NodeKind::Reduction && n.outputs.size() != 1) bad("a reduction writes one buffer");
+      if (n.kind != NodeKind::Pointwise && n.outputs.size() != 1) bad("a reduction or scan writes one buffer");
+      if (n.kind == NodeKind::Scan && (n.scan_axis < 0 || size_t(n.scan_axis) >= n.vars.size() || !n.reduction_vars.empty()))
+        bad("a scan runs along one of its variables");
       if (n.vars.size() != n.ranges.size() || n.reduction_vars.size() != n.reduction_ranges.size())
         bad("one index variable per range");
       for (const Value* b : n.bodies)

@@ -4,6 +4,9 @@
 //   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges` (one body per
 //              output: siblings over the same ranges fuse into one node)
 //   Reduction  out[i0, ..., ik] = reduce over r0..rm of body(i, r)  (`reduction_ranges`, `reduce`)
+//   Scan       out[i0, ..., ik] = scan (cumsum, cumprod) of body along one variable i_a: the
+//              running combination of body(..., j, ...) for j <= i_a (`scan`, `scan_axis`);
+//              sequential along i_a, parallel across the other variables
 //   Extern     an op of the graph run through the eager dispatcher (matmul, convolution, sort,
 //              anything not lowered); its tensor arguments are buffers
 //
@@ -64,7 +67,7 @@ struct Buffer {
   int producer = -1;        // Temp: the node writing it
 };
 
-enum class NodeKind : uint8_t { Pointwise, Reduction, Extern };
+enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern };
 const char* node_kind_name(NodeKind k);
 
 struct Node {
@@ -76,6 +79,8 @@ struct Node {
   SymShape reduction_ranges;         // Reduction
   std::vector<ExprPtr> reduction_vars;  // r0, r1, ...
   tile::ReduceKind reduce = tile::ReduceKind::Sum;
+  tile::ScanKind scan = tile::ScanKind::Cumsum;  // Scan (cumsum, cumprod)
+  int scan_axis = 0;                             // Scan: the variable (of vars) it runs along
   // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
   // its siblings horizontally stores several).
   std::vector<const Value*> bodies;

@@ -144,6 +144,7 @@ class Parser {
     values_.clear();
     if (kind.text == "pointwise") n.kind = NodeKind::Pointwise;
     else if (kind.text == "reduction") n.kind = NodeKind::Reduction;
+    else if (kind.text == "scan") n.kind = NodeKind::Scan;
     else if (kind.text == "extern") n.kind = NodeKind::Extern;
     else lx_.fail(kind, "unknown buffer or node kind '" + kind.text + "'");
     n.outputs = outputs(n);
@@ -167,10 +168,26 @@ class Parser {
         keyword("over");
         ranges(n.reduction_ranges, n.reduction_vars);
       }
+      if (n.kind == NodeKind::Scan) scan(n);
     }
     if (lx_.peek().kind == Token::Origin) origins(lx_.next(), n.origins);
     if (n.kind != NodeKind::Extern) body(n);
     p_.nodes.push_back(std::move(n));
+  }
+
+  // "cumsum along i1"
+  void scan(Node& n) {
+    Token k = ident("a scan (cumsum, cumprod)");
+    bool known = false;
+    for (tile::ScanKind s : {tile::ScanKind::Cumsum, tile::ScanKind::Cumprod})
+      if (k.text == tile::scan_name(s)) n.scan = s, known = true;
+    if (!known) lx_.fail(k, "unknown scan '" + k.text + "' (cumsum, cumprod)");
+    keyword("along");
+    Token v = ident("the scanned index variable");
+    const ExprPtr e = var(v.text);
+    const auto at = std::find(n.vars.begin(), n.vars.end(), e);
+    if (!e || at == n.vars.end()) lx_.fail(v, "a scan runs along one of its node's variables, not '" + v.text + "'");
+    n.scan_axis = int(at - n.vars.begin());
   }
 
   tile::ReduceKind reduce_kind(const Token& t) {

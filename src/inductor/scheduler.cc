@@ -38,7 +38,7 @@ void name_nodes(Program& p) {
       if (shown++ == 3) break;
       name += "_" + op;
     }
-    if (n.kind == NodeKind::Extern && shown == 0) name += std::string("_") + n.call->name();
+    if (n.kind == NodeKind::Extern && shown == 0) name += std::string("_") + (n.call ? n.call->name() : n.extern_op.c_str());
     n.name = name;
   }
 }

@@ -12,7 +12,7 @@ bool lower_arg_reduction(Lowering& L, const graph::Node& n) {
   if (n.kind != graph::NodeKind::Call || (n.op != ops::OpId::argmax && n.op != ops::OpId::argmin)) return false;
   const graph::Value* in = n.inputs().at(0);
   const graph::Value* out = n.outputs.at(0);
-  if (!in->spec.device.is_cpu() || out->spec.dtype != kInt64) return false;
+  if (!in->spec.device.is_cpu() || out->spec.dtype != kInt64 || in->spec.dtype == kBool) return false;
   const SymShape& isz = in->spec.sizes;
   const int64_t rank = int64_t(isz.size());
   const int64_t* dim = std::get_if<int64_t>(&n.args.at(1));
