@@ -180,12 +180,12 @@ void read_list(Lexer& lx, F each) {
   lx.expect("]");
 }
 
-SymInt read_sym_sum(Lexer& lx, int64_t hint, const SymbolLookup& names);
+SymInt read_sym_sum(Lexer& lx, int64_t hint);
 
-SymInt read_sym_factor(Lexer& lx, int64_t hint, const SymbolLookup& names) {
-  if (lx.accept("-")) return SymInt(0) - read_sym_factor(lx, hint, names);
+SymInt read_sym_factor(Lexer& lx, int64_t hint) {
+  if (lx.accept("-")) return SymInt(0) - read_sym_factor(lx, hint);
   if (lx.accept("(")) {
-    SymInt v = read_sym_sum(lx, hint, names);
+    SymInt v = read_sym_sum(lx, hint);
     lx.expect(")");
     return v;
   }
@@ -195,41 +195,39 @@ SymInt read_sym_factor(Lexer& lx, int64_t hint, const SymbolLookup& names) {
     Token id = lx.next();
     if ((id.text == "min" || id.text == "max") && lx.at_punct("(")) {
       lx.expect("(");
-      SymInt a = read_sym_sum(lx, hint, names);
+      SymInt a = read_sym_sum(lx, hint);
       lx.expect(",");
-      SymInt b = read_sym_sum(lx, hint, names);
+      SymInt b = read_sym_sum(lx, hint);
       lx.expect(")");
       return id.text == "min" ? min(a, b) : max(a, b);
     }
-    if (names)
-      if (sym::ExprPtr e = names(id.text)) return SymInt(e, hint);
     return SymInt(sym::symbol(id.text), hint);
   }
   lx.fail(t, "expected a size (integer, symbol or expression)");
 }
 
-SymInt read_sym_term(Lexer& lx, int64_t hint, const SymbolLookup& names) {
-  SymInt v = read_sym_factor(lx, hint, names);
+SymInt read_sym_term(Lexer& lx, int64_t hint) {
+  SymInt v = read_sym_factor(lx, hint);
   for (;;) {
-    if (lx.accept("*")) v = v * read_sym_factor(lx, hint, names);
-    else if (lx.accept("//")) v = floordiv(v, read_sym_factor(lx, hint, names));
-    else if (lx.accept("%")) v = v % read_sym_factor(lx, hint, names);
+    if (lx.accept("*")) v = v * read_sym_factor(lx, hint);
+    else if (lx.accept("//")) v = floordiv(v, read_sym_factor(lx, hint));
+    else if (lx.accept("%")) v = v % read_sym_factor(lx, hint);
     else return v;
   }
 }
 
-SymInt read_sym_sum(Lexer& lx, int64_t hint, const SymbolLookup& names) {
-  SymInt v = read_sym_term(lx, hint, names);
+SymInt read_sym_sum(Lexer& lx, int64_t hint) {
+  SymInt v = read_sym_term(lx, hint);
   for (;;) {
-    if (lx.accept("+")) v = v + read_sym_term(lx, hint, names);
-    else if (lx.accept("-")) v = v - read_sym_term(lx, hint, names);
+    if (lx.accept("+")) v = v + read_sym_term(lx, hint);
+    else if (lx.accept("-")) v = v - read_sym_term(lx, hint);
     else return v;
   }
 }
 
 }  // namespace
 
-SymInt read_symint(Lexer& lx, int64_t hint, const SymbolLookup& names) { return read_sym_sum(lx, hint, names); }
+SymInt read_symint(Lexer& lx, int64_t hint) { return read_sym_sum(lx, hint); }
 
 // "<op> [backward] [@ <file>:<line>]", the text after '#' (print.cc's origin_str).
 Origin read_origin(const Lexer& lx, const Token& t) {

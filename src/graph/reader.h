@@ -38,10 +38,7 @@ using RefLookup = std::function<Value*(const Token&)>;
 // One argument value of the given schema type. Value references go through `lookup`; symbols
 // in sizes become SymInts with hint `hint`.
 NodeArg read_arg(Lexer& lx, const SchemaArg& type, const RefLookup& lookup, int64_t hint);
-// A name's expression when it is not a plain size symbol (the loop IR's index variables); null: a
-// size symbol.
-using SymbolLookup = std::function<sym::ExprPtr(const std::string&)>;
-SymInt read_symint(Lexer& lx, int64_t hint, const SymbolLookup& names = {});
+SymInt read_symint(Lexer& lx, int64_t hint);
 // A node's origin from the text of an Origin token ("<op> [backward] [@ <file>:<line>]").
 Origin read_origin(const Lexer& lx, const Token& t);
 double read_float(Lexer& lx);

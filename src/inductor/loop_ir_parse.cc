@@ -1,6 +1,9 @@
 // Reads the loop IR's text form (loop_ir.cc's print) back into a Program, with the graph IR's
-// lexer and size-expression reader (graph/reader.h): errors are kiln::Error "line:col: message".
+// lexer and size reader (graph/reader.h): errors are kiln::Error "line:col: message".
 // Index variables (i0 < 8) are the node's own: the header defines them, its bodies use them.
+// Index expressions are read as printed (sym::str's canonical form) and rebuilt node for node:
+// simplifying them again could fold what the printed one kept (a sum of extent-1 variables is
+// always 0, but "i1 + i2 + r0" printed it), and the round trip would not give the same text.
 #include <algorithm>
 #include <limits>
 #include <map>
@@ -57,7 +60,87 @@ class Parser {
     return d;
   }
 
-  SymInt size() { return graph::read_symint(lx_, kHint, [this](const std::string& n) { return var(n); }); }
+  SymInt size() { return graph::read_symint(lx_, kHint); }
+
+  // ---- index expressions, as sym::str prints them (sym/expr.cc) ----
+  // expr   := sum | side ("//" | "%") side          side := atom | "(" expr ")"
+  // sum    := [const | term] ((" + " | " - ") term)*   term := [int "*"] factor ("*" factor)*
+  // factor := int | name | "(" expr ")" | min(expr, expr) | max(expr, expr)
+  ExprPtr index_expr() {
+    const Token at = lx_.peek();
+    std::vector<ExprPtr> args;  // the sum's: its constant first, then its terms
+    bool one_factor = false;    // the sum is a single factor (it may be a side of // or %)
+    ExprPtr first = signed_term(lx_.accept("-") ? -1 : 1, true, &one_factor);
+    args.push_back(first);
+    if (one_factor && (lx_.at_punct("//") || lx_.at_punct("%"))) {
+      const sym::Kind k = lx_.next().text == "//" ? sym::Kind::FloorDiv : sym::Kind::Mod;
+      return sym::detail::make(k, {first, factor()});
+    }
+    for (;;) {
+      int sign;
+      if (lx_.accept("+")) sign = 1;
+      else if (lx_.accept("-")) sign = -1;
+      else break;
+      args.push_back(signed_term(sign, false, nullptr));
+    }
+    if (args.size() == 1) return args[0];
+    if (args[0]->kind == sym::Kind::Const && sym::bound(args[0]).lo == 0) lx_.fail(at, "a sum's constant is not 0");
+    return sym::detail::make(sym::Kind::Add, std::move(args));
+  }
+
+  // coeff*factor*...: a Mul whose first operand is the coefficient (make_term), or the
+  // factor itself; a lone integer where a constant may stand.
+  ExprPtr signed_term(int sign, bool constant_ok, bool* one_factor) {
+    int64_t coeff = sign;
+    std::vector<ExprPtr> factors;
+    if (lx_.peek().kind == Token::Int) {
+      const int64_t k = integer();
+      if (!lx_.accept("*")) {
+        if (!constant_ok) lx_.fail(lx_.peek(), "expected '*' after a term's coefficient");
+        if (one_factor) *one_factor = true;
+        return sym::constant(sign * k);
+      }
+      coeff = sign * k;
+    }
+    do factors.push_back(factor());
+    while (lx_.accept("*"));
+    if (one_factor) *one_factor = coeff == 1 && factors.size() == 1;
+    const ExprPtr base = factors.size() == 1 ? factors[0] : sym::detail::make(sym::Kind::Mul, factors);
+    return sym::detail::make_term(coeff, base);
+  }
+
+  ExprPtr factor() {
+    const Token& t = lx_.peek();
+    if (t.kind == Token::Int) return sym::constant(integer());
+    if (lx_.accept("(")) {
+      ExprPtr e = index_expr();
+      lx_.expect(")");
+      return e;
+    }
+    if (lx_.at_punct("-") && lx_.peek(1).kind == Token::Int) {  // a negative constant side of // or %
+      lx_.next();
+      return sym::constant(-integer());
+    }
+    Token name = ident("an index expression (integer, variable, size symbol or parenthesized)");
+    if ((name.text == "min" || name.text == "max") && lx_.accept("(")) {
+      ExprPtr a = index_expr();
+      lx_.expect(",");
+      ExprPtr b = index_expr();
+      lx_.expect(")");
+      return sym::detail::make(name.text == "min" ? sym::Kind::Min : sym::Kind::Max, {a, b});
+    }
+    if (ExprPtr v = var(name.text)) return v;
+    return sym::symbol(name.text);
+  }
+
+  int64_t integer() {
+    Token t = lx_.next();
+    try {
+      return std::stoll(t.text);
+    } catch (const std::exception&) {
+      lx_.fail(t, "integer out of range");
+    }
+  }
 
   SymShape dims() {
     SymShape s;
@@ -251,7 +334,7 @@ class Parser {
     if (what.text == "load") {
       const int b = buffer_ref();
       lx_.expect("[");
-      ExprPtr index = size().as_expr();
+      ExprPtr index = index_expr();
       lx_.expect("]");
       if (p_.buffers[size_t(b)].dtype != d) lx_.fail(what, "a load's dtype is its buffer's");
       v = p_.load(b, index);
@@ -259,7 +342,7 @@ class Parser {
       Value iv;
       iv.kind = ValueKind::Index;
       iv.dtype = d;
-      iv.index = size().as_expr();
+      iv.index = index_expr();
       v = p_.make(std::move(iv));
     } else if (what.text == "cast") {
       Value cv;
