@@ -285,7 +285,11 @@ void verify(const Program& p) {
       if (!n.call && n.extern_op.empty()) bad("an extern without a graph node");
     } else {
       if (n.outputs.empty() || n.outputs.size() != n.bodies.size()) bad("a kernel node stores one body per output");
-      if (n.kind != NodeKind::Pointwise && n.outputs.size() != 1) bad("a reduction or scan writes one buffer");
+      const bool extreme = n.kind == NodeKind::Scan && (n.scan == tile::ScanKind::Cummax || n.scan == tile::ScanKind::Cummin);
+      if (n.kind != NodeKind::Pointwise && n.outputs.size() != (extreme ? 2u : 1u))
+        bad("a reduction or scan writes one buffer (cummax / cummin: the values and their positions)");
+      if (extreme && (n.bodies[0] != n.bodies[1] || p.buffers[size_t(n.outputs[1])].dtype != kInt64))
+        bad("a cummax / cummin stores its value into its first buffer and the value's position (i64) into its second");
       if (n.kind == NodeKind::Scan && (n.scan_axis < 0 || size_t(n.scan_axis) >= n.vars.size() || !n.reduction_vars.empty()))
         bad("a scan runs along one of its variables");
       if (n.vars.size() != n.ranges.size() || n.reduction_vars.size() != n.reduction_ranges.size())

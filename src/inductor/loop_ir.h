@@ -4,9 +4,10 @@
 //   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges` (one body per
 //              output: siblings over the same ranges fuse into one node)
 //   Reduction  out[i0, ..., ik] = reduce over r0..rm of body(i, r)  (`reduction_ranges`, `reduce`)
-//   Scan       out[i0, ..., ik] = scan (cumsum, cumprod) of body along one variable i_a: the
-//              running combination of body(..., j, ...) for j <= i_a (`scan`, `scan_axis`);
-//              sequential along i_a, parallel across the other variables
+//   Scan       out[i0, ..., ik] = scan (cumsum, cumprod, cummax, cummin) of body along one
+//              variable i_a: the running combination of body(..., j, ...) for j <= i_a (`scan`,
+//              `scan_axis`); sequential along i_a, parallel across the other variables. cummax /
+//              cummin write two buffers, storing the same body: the running best, its position
 //   Extern     an op of the graph run through the eager dispatcher (matmul, convolution, sort,
 //              anything not lowered); its tensor arguments are buffers
 //
@@ -79,7 +80,7 @@ struct Node {
   SymShape reduction_ranges;         // Reduction
   std::vector<ExprPtr> reduction_vars;  // r0, r1, ...
   tile::ReduceKind reduce = tile::ReduceKind::Sum;
-  tile::ScanKind scan = tile::ScanKind::Cumsum;  // Scan (cumsum, cumprod)
+  tile::ScanKind scan = tile::ScanKind::Cumsum;  // Scan
   int scan_axis = 0;                             // Scan: the variable (of vars) it runs along
   // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
   // its siblings horizontally stores several).

@@ -258,13 +258,13 @@ class Parser {
     p_.nodes.push_back(std::move(n));
   }
 
-  // "cumsum along i1"
+  // "cumsum along i1" (cummax / cummin: "-> values, positions ... cummax along i1")
   void scan(Node& n) {
-    Token k = ident("a scan (cumsum, cumprod)");
+    Token k = ident("a scan (cumsum, cumprod, cummax, cummin)");
     bool known = false;
-    for (tile::ScanKind s : {tile::ScanKind::Cumsum, tile::ScanKind::Cumprod})
+    for (tile::ScanKind s : {tile::ScanKind::Cumsum, tile::ScanKind::Cumprod, tile::ScanKind::Cummax, tile::ScanKind::Cummin})
       if (k.text == tile::scan_name(s)) n.scan = s, known = true;
-    if (!known) lx_.fail(k, "unknown scan '" + k.text + "' (cumsum, cumprod)");
+    if (!known) lx_.fail(k, "unknown scan '" + k.text + "' (cumsum, cumprod, cummax, cummin)");
     keyword("along");
     Token v = ident("the scanned index variable");
     const ExprPtr e = var(v.text);

@@ -1,4 +1,4 @@
-// Scans (cumsum, cumprod) and argmax / argmin lowered into the loop IR and generated as kernels
+// Scans (cumsum, cumprod, cummax, cummin) and argmax / argmin lowered into the loop IR and generated as kernels
 // (lower/scan.cc, lower/arg_reduction.cc, emit_tile.cc): no extern runs them, and the compiled
 // results equal eager's bitwise, on values chosen to catch the corner cases (ties, NaNs, -inf,
 // integer wrapping, 16-bit floats, a dynamic size, sizes that are not a multiple of a block).
@@ -67,6 +67,25 @@ TEST(InductorScan, ADynamicScannedDim) {
     const std::vector<Tensor> got = c.run({x}), want = graph::interpret(*graph, {x});
     for (size_t i = 0; i < got.size(); ++i) corpus::expect_bitwise(got[i], want[i], "s0=" + std::to_string(n));
   }
+}
+
+TEST(InductorScan, CummaxAndCumminTiesAndNaNs) {
+  const std::string g =
+      "graph(%x: f32[3, 6], %i: i64[40, 3], %h: bf16[2, 5]):\n"
+      "  %0: f32[3, 6], %1: i64[3, 6] = cummax(%x, 1)\n"
+      "  %2: f32[3, 6], %3: i64[3, 6] = cummin(%x, -1)\n"
+      "  %4: i64[40, 3], %5: i64[40, 3] = cummax(%i, 0)\n"
+      "  %6: bf16[2, 5], %7: i64[2, 5] = cummin(%h, 1)\n"
+      "  %8: f32[3, 6] = neg(%x)\n"
+      "  %9: f32[3, 6], %10: i64[3, 6] = cummax(%8, 0)\n"
+      "  return (%0, %1, %2, %3, %4, %5, %6, %7, %9, %10)\n";
+  // Ties (a later equal value takes over), a NaN (it takes over and stays), infinities.
+  const Tensor x = tensor<float>({1, 3, 3, 2, 3, 0,  //
+                                  2, kNaN, 5, kNaN, 1, 7,  //
+                                  -kInf, -kInf, 0, kInf, kInf, -1},
+                                 {3, 6});
+  manual_seed(6);
+  expect_like_eager(g, {x, randint(-2, 2, {40, 3}, kInt64), randint(-1, 1, {2, 5}, kInt32).to(kBFloat16)});
 }
 
 TEST(InductorArgReduction, TiesNaNsAndInfinities) {
