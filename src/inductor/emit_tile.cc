@@ -357,70 +357,48 @@ class Emitter {
   }
 
   // cumsum / cumprod / cummax / cummin: XBLOCK positions of the other variables per instance,
-  // the scanned variable walked one step at a time, the running value (cummax / cummin: and its
-  // position) carried and stored at every step.
+  // the scanned variable walked one step at a time, the running value carried and stored at
+  // every step. cummax / cummin carry the best so far and its position: the value at step j
+  // takes over at j = 0, when it is NaN, or when the best is not NaN and the value is as good (a
+  // later equal wins), as eager.
   void scan(int64_t xblock, const SymShape& outer_ranges, const Buffer& out) {
-    if (n_.scan == tile::ScanKind::Cummax || n_.scan == tile::ScanKind::Cummin) return scan_extreme(xblock, outer_ranges, out);
     Val xlin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
     Val xmask;
     if (needs_mask(outer_ranges, xblock)) xmask = xlin < expr(product(outer_ranges));
     bind_vars(xlin, xvars_, xranges_);
     const DType acc = n_.bodies[0]->dtype;
-    const bool sum = n_.scan == tile::ScanKind::Cumsum;
-    const kiln::Scalar init = identity(sum ? tile::ReduceKind::Sum : tile::ReduceKind::Prod, acc);
+    const bool sum = n_.scan == tile::ScanKind::Cumsum, prod = n_.scan == tile::ScanKind::Cumprod;
+    const bool is_max = n_.scan == tile::ScanKind::Cummax;
+    const Val zero = b_.full({xblock}, kiln::Scalar(int64_t(0)), kInt64);
+    std::vector<Val> init = {b_.full({xblock}, sum || prod ? identity(sum ? tile::ReduceKind::Sum : tile::ReduceKind::Prod, acc) : kiln::Scalar(int64_t(0)), acc)};
+    if (!sum && !prod) init.push_back(zero);
     const ExprPtr axis = n_.vars.at(size_t(n_.scan_axis));
-    auto outer_vars = vars_;
-    auto outer_exprs = exprs_;
     // 16-bit floats are stored through f32, as eager rounds them.
     const DType via = out.dtype == kFloat16 || out.dtype == kBFloat16 ? kFloat32 : out.dtype;
-    b_.for_loop(0, expr(n_.ranges.at(size_t(n_.scan_axis)).as_expr()), 1, {b_.full({xblock}, init, acc)},
-                [&](Val iv, const std::vector<Val>& carried) {
-                  vars_ = outer_vars;
-                  exprs_ = outer_exprs;
-                  values_.clear();
-                  vars_[axis] = iv.to(kInt64);
-                  mask_ = xmask;
-                  Val s = b_.call(sum ? ops::OpId::add : ops::OpId::mul, {carried[0], value(n_.bodies[0]).to(acc)}).to(acc);
-                  store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), s.to(via).to(out.dtype), mask_);
-                  return std::vector<Val>{s};
-                });
-    vars_ = outer_vars;
-    exprs_ = outer_exprs;
-  }
-
-  // cummax / cummin: the best so far and its position; the value at step j takes over at j = 0,
-  // when it is NaN, or when the best is not NaN and the value is as good (a later equal wins), as
-  // eager.
-  void scan_extreme(int64_t xblock, const SymShape& outer_ranges, const Buffer& out) {
-    Val xlin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
-    Val xmask;
-    if (needs_mask(outer_ranges, xblock)) xmask = xlin < expr(product(outer_ranges));
-    bind_vars(xlin, xvars_, xranges_);
-    const DType vd = n_.bodies[0]->dtype;
-    const bool is_max = n_.scan == tile::ScanKind::Cummax;
-    const ExprPtr axis = n_.vars.at(size_t(n_.scan_axis));
-    const Buffer& at_buf = p_.buffers[size_t(n_.outputs[1])];
     auto outer_vars = vars_;
     auto outer_exprs = exprs_;
-    b_.for_loop(0, expr(n_.ranges.at(size_t(n_.scan_axis)).as_expr()), 1,
-                {b_.full({xblock}, kiln::Scalar(int64_t(0)), vd), b_.full({xblock}, kiln::Scalar(int64_t(0)), kInt64)},
-                [&](Val iv, const std::vector<Val>& carried) {
-                  vars_ = outer_vars;
-                  exprs_ = outer_exprs;
-                  values_.clear();
-                  const Val j = iv.to(kInt64);
-                  vars_[axis] = j;
-                  mask_ = xmask;
-                  const Val v = value(n_.bodies[0]), &best = carried[0];
-                  Val take = is_max ? v >= best : v <= best;
-                  if (is_floating(vd)) take = (v != v) | ((best == best) & take);
-                  take = take | (j == 0);
-                  const Val nb = b_.where(take, v, best), nat = b_.where(take, j + b_.full({xblock}, kiln::Scalar(int64_t(0)), kInt64), carried[1]);
-                  const Val off = index(offset_of(n_.vars, out.strides));
-                  store(n_.outputs[0], off, nb.to(out.dtype), mask_);
-                  store(n_.outputs[1], index(offset_of(n_.vars, at_buf.strides)), nat, mask_);
-                  return std::vector<Val>{nb, nat};
-                });
+    b_.for_loop(0, expr(n_.ranges.at(size_t(n_.scan_axis)).as_expr()), 1, init, [&](Val iv, const std::vector<Val>& carried) {
+      vars_ = outer_vars;
+      exprs_ = outer_exprs;
+      values_.clear();
+      const Val j = iv.to(kInt64);
+      vars_[axis] = j;
+      mask_ = xmask;
+      const Val v = value(n_.bodies[0]).to(acc);
+      std::vector<Val> next;
+      if (sum || prod) {
+        next = {b_.call(sum ? ops::OpId::add : ops::OpId::mul, {carried[0], v}).to(acc)};
+      } else {
+        const Val& best = carried[0];
+        Val take = is_max ? v >= best : v <= best;
+        if (is_floating(acc)) take = (v != v) | ((best == best) & take);
+        take = take | (j == 0);
+        next = {b_.where(take, v, best), b_.where(take, j + zero, carried[1])};
+        store(n_.outputs[1], index(offset_of(n_.vars, p_.buffers[size_t(n_.outputs[1])].strides)), next[1], mask_);
+      }
+      store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), next[0].to(via).to(out.dtype), mask_);
+      return next;
+    });
     vars_ = outer_vars;
     exprs_ = outer_exprs;
   }

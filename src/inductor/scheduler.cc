@@ -15,9 +15,6 @@
 #include "tile/passes/passes.h"
 
 namespace kiln::inductor {
-namespace {
-
-}  // namespace
 
 // k<index>_<up to three op names>: an identifier that says what the kernel computes.
 void name_nodes(Program& p) {
@@ -27,7 +24,8 @@ void name_nodes(Program& p) {
     for (const graph::Origin& o : n.origins)
       if (std::find(unique.begin(), unique.end(), o) == unique.end()) unique.push_back(o);
     n.origins = std::move(unique);
-    std::string name = (n.kind == NodeKind::Extern ? "e" : "k") + std::to_string(i);
+    std::string name(1, n.kind == NodeKind::Extern ? 'e' : 'k');  // (GCC 12 warns on "e" + to_string: -Wrestrict)
+    name += std::to_string(i);
     std::set<std::string> seen;
     int shown = 0;
     for (const graph::Origin& o : n.origins) {

@@ -4,7 +4,7 @@
 //   pointwise.cc  pointwise prims, constants, full / iota
 //   reduction.cc  sum / prod / amax / amin
 //   arg_reduction.cc  argmax / argmin
-//   scan.cc       cumsum / cumprod
+//   scan.cc       cumsum / cumprod / cummax / cummin
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
 // A graph value lowers to a Def: a buffer, or a function from an index to a scalar value that
