@@ -138,38 +138,11 @@ class Parser {
     for (size_t i = 0; i < defs.size(); ++i) define(defs[i].first, outs[i]);
     if (lx_.peek().kind == Token::Origin) {
       Node* n = outs.empty() ? last_node() : outs[0]->producer;
-      n->origin = origin(lx_.next());
+      n->origin = read_origin(lx_, lx_.next());
     }
   }
 
   Node* last_node() const { return g_.nodes().back(); }
-
-  // "<op> [backward] [@ <file>:<line>]", the text after '#' (print.cc's origin_str).
-  Origin origin(const Token& t) {
-    Origin o;
-    std::string head = t.text, where;
-    if (size_t at = t.text.find(" @ "); at != std::string::npos) head = t.text.substr(0, at), where = t.text.substr(at + 3);
-    if (head.size() > 9 && head.compare(head.size() - 9, 9, " backward") == 0) {
-      o.backward = true;
-      head.resize(head.size() - 9);
-    }
-    const ops::OpInfo* info = ops::find_op(head);
-    if (!info) lx_.fail(t, "expected an origin '# <op> [backward] [@ <file>:<line>]' with a known op");
-    o.op = info->id;
-    if (!where.empty()) {
-      const size_t colon = where.rfind(':');
-      int line = 0;
-      const char* end = where.data() + where.size();
-      auto [p, ec] = colon == std::string::npos || colon == 0
-                         ? std::from_chars_result{end, std::errc::invalid_argument}
-                         : std::from_chars(where.data() + colon + 1, end, line);
-      if (ec != std::errc() || p != end || line <= 0 || colon + 1 == where.size())
-        lx_.fail(t, "expected '<file>:<line>' after '@' in the origin");
-      o.file = intern_file(where.substr(0, colon));
-      o.line = line;
-    }
-    return o;
-  }
 
   std::vector<NodeArg> call_args(const Token& op, ops::OpId id) {
     const Schema& sc = schema_of(id);

@@ -13,7 +13,7 @@ namespace {
 
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
-const char* const kPuncts[] = {"->", "//", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "%"};
+const char* const kPuncts[] = {"->", "//", "(", ")", "[", "]", "{", "}", ",", ":", "=", "+", "-", "*", "%", "<"};
 
 }  // namespace
 
@@ -228,6 +228,33 @@ SymInt read_sym_sum(Lexer& lx, int64_t hint) {
 }  // namespace
 
 SymInt read_symint(Lexer& lx, int64_t hint) { return read_sym_sum(lx, hint); }
+
+// "<op> [backward] [@ <file>:<line>]", the text after '#' (print.cc's origin_str).
+Origin read_origin(const Lexer& lx, const Token& t) {
+  Origin o;
+  std::string head = t.text, where;
+  if (size_t at = t.text.find(" @ "); at != std::string::npos) head = t.text.substr(0, at), where = t.text.substr(at + 3);
+  if (head.size() > 9 && head.compare(head.size() - 9, 9, " backward") == 0) {
+    o.backward = true;
+    head.resize(head.size() - 9);
+  }
+  const ops::OpInfo* info = ops::find_op(head);
+  if (!info) lx.fail(t, "expected an origin '# <op> [backward] [@ <file>:<line>]' with a known op");
+  o.op = info->id;
+  if (!where.empty()) {
+    const size_t colon = where.rfind(':');
+    int line = 0;
+    const char* end = where.data() + where.size();
+    auto [p, ec] = colon == std::string::npos || colon == 0
+                       ? std::from_chars_result{end, std::errc::invalid_argument}
+                       : std::from_chars(where.data() + colon + 1, end, line);
+    if (ec != std::errc() || p != end || line <= 0 || colon + 1 == where.size())
+      lx.fail(t, "expected '<file>:<line>' after '@' in the origin");
+    o.file = intern_file(where.substr(0, colon));
+    o.line = line;
+  }
+  return o;
+}
 
 double read_float(Lexer& lx) {
   const bool neg = lx.accept("-");

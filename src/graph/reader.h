@@ -39,6 +39,8 @@ using RefLookup = std::function<Value*(const Token&)>;
 // in sizes become SymInts with hint `hint`.
 NodeArg read_arg(Lexer& lx, const SchemaArg& type, const RefLookup& lookup, int64_t hint);
 SymInt read_symint(Lexer& lx, int64_t hint);
+// A node's origin from the text of an Origin token ("<op> [backward] [@ <file>:<line>]").
+Origin read_origin(const Lexer& lx, const Token& t);
 double read_float(Lexer& lx);
 
 // dtype short names: f32 f64 f16 bf16 i64 i32 i16 i8 u8 b8.

@@ -4,7 +4,10 @@
 //              stores body(i) at the output's offset.
 //   reduction: each instance takes XBLOCK outputs ([XBLOCK, 1]) and loops over the reduced
 //              elements in blocks of RBLOCK ([1, RBLOCK]), combining into an [XBLOCK, RBLOCK]
-//              accumulator that is reduced along axis 1 at the end.
+//              accumulator that is reduced along axis 1 at the end (argmax / argmin carry the
+//              best value and its position per lane, then pick the first best across lanes).
+//   scan:      each instance takes XBLOCK positions of the other variables and walks the scanned
+//              one sequentially, storing the running value at every step.
 // Index math is i64; masked-off lanes load 0 and are never stored. Block sizes that divide a
 // static extent need no mask at all (the C compiler vectorizes unmasked loops far better).
 #include "inductor/emit_tile.h"
@@ -176,16 +179,36 @@ class Emitter {
     walk_bodies([&](const Value* v) {
       if (v->index) exprs.push_back(v->index);
     });
-    Collapsed x = collapse(n_.vars, n_.ranges, exprs, "x", subst_);
+    const Buffer& out = p_.buffers[size_t(n_.outputs[0])];
+    // A scan's programs cover its other variables (the scanned one is its loop's, uncollapsed).
+    std::vector<ExprPtr> outer_vars = n_.vars;
+    SymShape outer_ranges = n_.ranges;
+    if (n_.kind == NodeKind::Scan) {
+      outer_vars.erase(outer_vars.begin() + n_.scan_axis);
+      outer_ranges.erase(outer_ranges.begin() + n_.scan_axis);
+    }
+    Collapsed x = collapse(outer_vars, outer_ranges, exprs, "x", subst_);
     Collapsed r = collapse(n_.reduction_vars, n_.reduction_ranges, exprs, "r", subst_);
     xvars_ = x.vars, xranges_ = x.ranges, rvars_ = r.vars, rranges_ = r.ranges;
-    const ExprPtr xnumel = product(n_.ranges);
-    int64_t xblock;
+    const ExprPtr xnumel = product(outer_ranges);
+    int64_t xblock = 1;  // (the tiled pointwise kernel sets its grid itself)
     if (n_.kind == NodeKind::Pointwise && xvars_.size() > 1) {
       k.grid = tiled_pointwise();
     } else if (n_.kind == NodeKind::Pointwise) {
       xblock = block_for(n_.ranges, 1024);
       pointwise(b_.constexpr_int("XBLOCK", xblock));
+    } else if (n_.kind == NodeKind::Scan) {
+      // Scanning along the contiguous dim, the lanes are a row apart: a few (their cache lines
+      // stay in L1 across the steps); scanning across rows, lanes are neighbours: many.
+      const bool along_rows = sym::statically_known_equal(out.strides.at(size_t(n_.scan_axis)), SymInt(1));
+      xblock = block_for(outer_ranges, along_rows ? 4 : 64);
+      scan(b_.constexpr_int("XBLOCK", xblock), outer_ranges, out);
+    } else if (n_.reduce == tile::ReduceKind::Argmax || n_.reduce == tile::ReduceKind::Argmin) {
+      // Two carried blocks (values and positions) and more work per element than a sum: blocks
+      // of at most 1024 elements keep them in L1 (measured: 4096 was several times slower).
+      const int64_t rblock = block_for(n_.reduction_ranges, 64);
+      xblock = block_for(n_.ranges, std::max<int64_t>(1, 1024 / rblock));
+      arg_reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
     } else {
       // Persistent when the row fits in a block: loaded once, every stage computes on it.
       int64_t rnumel = 0;
@@ -349,6 +372,99 @@ class Emitter {
     explicit Scope(Emitter& em) : e(em), vars(em.vars_), exprs(em.exprs_), values(em.values_), mask(em.mask_) {}
     ~Scope() { e.vars_ = vars, e.exprs_ = exprs, e.values_ = values, e.mask_ = mask; }
   };
+
+  // argmax / argmin: per lane of the [XBLOCK, RBLOCK] block the best value so far and its flat
+  // reduced position (a later position replaces it only when strictly better, or a NaN over a
+  // number: the first best wins, a NaN beats everything); then across the lanes the best value
+  // and the smallest position holding it.
+  void arg_reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
+    Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
+    Val xmask;
+    if (needs_mask(n_.ranges, xblock)) xmask = xlin < expr(product(n_.ranges));
+    const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
+    bind_vars(xlin, xvars_, xranges_);
+    const bool is_max = n_.reduce == tile::ReduceKind::Argmax;
+    const DType vd = n_.bodies[0]->dtype;
+    const bool nan = is_floating(vd);
+    const kiln::Scalar init = identity(is_max ? tile::ReduceKind::Max : tile::ReduceKind::Min, vd);
+    Val rn = expr(product(n_.reduction_ranges));
+    auto outer_vars = vars_;
+    auto outer_exprs = exprs_;
+    std::vector<Val> res = b_.for_loop(
+        0, rn, rblock, {b_.full({xblock, rblock}, init, vd), b_.full({xblock, rblock}, kiln::Scalar(int64_t(0)), kInt64)},
+        [&](Val iv, const std::vector<Val>& carried) {
+          vars_ = outer_vars;
+          exprs_ = outer_exprs;
+          values_.clear();
+          Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
+          mask_ = rmasked ? (xmask.defined() ? xmask & (rlin < rn) : rlin < rn) : xmask;
+          bind_vars(rlin, rvars_, rranges_);
+          const Val v = value(n_.bodies[0]), &best = carried[0], &at = carried[1];
+          Val better = is_max ? v > best : v < best;
+          if (nan) better = better | ((v != v) & (best == best));
+          if (rmasked) better = better & (rlin < rn);
+          return std::vector<Val>{b_.where(better, v, best), b_.where(better, rlin + b_.full({xblock, rblock}, kiln::Scalar(int64_t(0)), kInt64), at)};
+        });
+    vars_ = outer_vars;
+    exprs_ = outer_exprs;
+    const Val& best = res[0];
+    Val top = b_.reduce(is_max ? tile::ReduceKind::Max : tile::ReduceKind::Min, best, 1).expand_dims(1);
+    Val holds = best == top;
+    if (nan) {  // a NaN lane wins when there is one (whatever max / min make of NaN)
+      const Val is_nan = best != best;
+      Val any_nan = b_.reduce(tile::ReduceKind::Max, is_nan.to(kInt32), 1).expand_dims(1) > 0;
+      holds = b_.where(any_nan, is_nan, holds);
+    }
+    const Val pos = b_.where(holds, res[1], Operand(kiln::Scalar(std::numeric_limits<int64_t>::max())));
+    store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), b_.reduce(tile::ReduceKind::Min, pos, 1).expand_dims(1).to(out.dtype), xmask);
+  }
+
+  // cumsum / cumprod / cummax / cummin: XBLOCK positions of the other variables per instance,
+  // the scanned variable walked one step at a time, the running value carried and stored at
+  // every step. cummax / cummin carry the best so far and its position: the value at step j
+  // takes over at j = 0, when it is NaN, or when the best is not NaN and the value is as good (a
+  // later equal wins), as eager.
+  void scan(int64_t xblock, const SymShape& outer_ranges, const Buffer& out) {
+    Val xlin = b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64);
+    Val xmask;
+    if (needs_mask(outer_ranges, xblock)) xmask = xlin < expr(product(outer_ranges));
+    bind_vars(xlin, xvars_, xranges_);
+    const DType acc = n_.bodies[0]->dtype;
+    const bool sum = n_.scan == tile::ScanKind::Cumsum, prod = n_.scan == tile::ScanKind::Cumprod;
+    const bool is_max = n_.scan == tile::ScanKind::Cummax;
+    const Val zero = b_.full({xblock}, kiln::Scalar(int64_t(0)), kInt64);
+    std::vector<Val> init = {b_.full({xblock}, sum || prod ? identity(sum ? tile::ReduceKind::Sum : tile::ReduceKind::Prod, acc) : kiln::Scalar(int64_t(0)), acc)};
+    if (!sum && !prod) init.push_back(zero);
+    const ExprPtr axis = n_.vars.at(size_t(n_.scan_axis));
+    // 16-bit floats are stored through f32, as eager rounds them.
+    const DType via = out.dtype == kFloat16 || out.dtype == kBFloat16 ? kFloat32 : out.dtype;
+    auto outer_vars = vars_;
+    auto outer_exprs = exprs_;
+    b_.for_loop(0, expr(n_.ranges.at(size_t(n_.scan_axis)).as_expr()), 1, init, [&](Val iv, const std::vector<Val>& carried) {
+      vars_ = outer_vars;
+      exprs_ = outer_exprs;
+      values_.clear();
+      const Val j = iv.to(kInt64);
+      vars_[axis] = j;
+      mask_ = xmask;
+      const Val v = value(n_.bodies[0]).to(acc);
+      std::vector<Val> next;
+      if (sum || prod) {
+        next = {b_.call(sum ? ops::OpId::add : ops::OpId::mul, {carried[0], v}).to(acc)};
+      } else {
+        const Val& best = carried[0];
+        Val take = is_max ? v >= best : v <= best;
+        if (is_floating(acc)) take = (v != v) | ((best == best) & take);
+        take = take | (j == 0);
+        next = {b_.where(take, v, best), b_.where(take, j + zero, carried[1])};
+        store(n_.outputs[1], index(offset_of(n_.vars, p_.buffers[size_t(n_.outputs[1])].strides)), next[1], mask_);
+      }
+      store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), next[0].to(via).to(out.dtype), mask_);
+      return next;
+    });
+    vars_ = outer_vars;
+    exprs_ = outer_exprs;
+  }
 
   using Operand = tile::Operand;
 

@@ -192,12 +192,18 @@ bool per_row(const Program& p, const Node& g, size_t body) {
 
 namespace {
 
+// argmax / argmin carry a position beside the value: their own kernel (emit_tile.cc), no row group.
+bool is_arg_reduction(const Node& n) {
+  return n.kind == NodeKind::Reduction && (n.reduce == tile::ReduceKind::Argmax || n.reduce == tile::ReduceKind::Argmin);
+}
+
 // Group g with node c appended, or nullopt when c cannot join it. `between`: the nodes
 // between them (c moves before them).
 std::optional<Node> join_row(Program& p, const Node& g, const Node& c, const std::vector<const Node*>& between) {
   if (g.outputs.size() + c.outputs.size() > kMaxRowBodies) return std::nullopt;
   std::map<ExprPtr, ExprPtr> with;  // c's variables in g's
   std::optional<tile::ReduceKind> stage;
+  if (is_arg_reduction(c)) return std::nullopt;
   if (c.kind == NodeKind::Reduction && c.stages.empty()) {
     if (!same_ranges(c.ranges, g.ranges) || !same_ranges(c.reduction_ranges, g.reduction_ranges)) return std::nullopt;
     for (size_t d = 0; d < c.vars.size(); ++d) with[c.vars[d]] = g.vars[d];
@@ -253,7 +259,7 @@ std::optional<Node> join_row(Program& p, const Node& g, const Node& c, const std
 void fuse_rows(Program& p) {
   std::vector<Node> nodes = std::move(p.nodes);
   for (size_t gi = 0; gi < nodes.size(); ++gi) {
-    if (nodes[gi].kind != NodeKind::Reduction || !nodes[gi].stages.empty()) continue;
+    if (nodes[gi].kind != NodeKind::Reduction || !nodes[gi].stages.empty() || is_arg_reduction(nodes[gi])) continue;
     nodes[gi].stages = {nodes[gi].reduce};
     for (size_t ci = gi + 1; ci < nodes.size() && ci <= gi + kRowLookAhead;) {
       std::vector<const Node*> between;

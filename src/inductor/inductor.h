@@ -36,7 +36,17 @@ Program lower_and_schedule(std::shared_ptr<const graph::Graph> g);
 // "lower" (prints the loop IR), "kernels" (the tile IR of every kernel, after the tile passes)
 // or "c" (the generated C++ of every kernel, without the prelude).
 std::string run_pipeline(const std::string& pipeline, const std::string& graph_text);
+// A pipeline starting "loop:" reads loop IR text instead (run_loop_pipeline).
 // The same stage on a graph built in C++.
 std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Graph> g);
+// The tile IR (c: the generated C++) of every kernel node of p, after the tile passes.
+std::string print_kernels(const Program& p, bool c);
+// Names each node after the ops it computes (k<index>_<ops>, e<index>_<op> for externs).
+void name_nodes(Program& p);
+
+// The loop IR pipeline over loop IR text (loop_pipeline.cc): "[loop:] [pass | ...] [stage]",
+// passes fuse (horizontal fusion), name (name_nodes) and verify, then the stage print (the
+// default), kernels or c. What kiln-opt --pipeline='loop: fuse | c' runs.
+std::string run_loop_pipeline(const std::string& pipeline, const std::string& loop_ir_text);
 
 }  // namespace kiln::inductor

@@ -30,6 +30,7 @@ const char* node_kind_name(NodeKind k) {
   switch (k) {
     case NodeKind::Pointwise: return "pointwise";
     case NodeKind::Reduction: return "reduction";
+    case NodeKind::Scan: return "scan";
     case NodeKind::Extern: return "extern";
   }
   return "?";
@@ -136,6 +137,17 @@ ExprPtr product(const SymShape& sizes) {
 
 // ---------------------------------------------------------------- text form
 
+DType implied_constant_dtype(const Value* user, int i, DType stored) {
+  if (!user) return stored;
+  if (user->kind == ValueKind::Call) {
+    if (user->op == ops::OpId::where && i == 0) return kBool;
+    // Every other operand meets the others in their compute dtype (lower/pointwise.cc).
+    for (size_t a = user->op == ops::OpId::where ? 1 : 0; a < user->args.size(); ++a)
+      if (user->args[a] && user->args[a]->kind != ValueKind::Constant) return user->args[a]->dtype;  // (null: a constant being parsed)
+  }
+  return user->dtype;
+}
+
 namespace {
 
 std::string dims_str(const SymShape& s) {
@@ -154,15 +166,21 @@ std::string vars_str(const std::vector<ExprPtr>& vars, const SymShape& ranges) {
 class BodyPrinter {
  public:
   BodyPrinter(const Program& p, std::ostringstream& os) : p_(p), os_(os) {}
-  std::string operator()(const Value* v) {
+  // v's name as an operand of `user` (a constant inline, its dtype when not the implied one).
+  std::string operator()(const Value* v, const Value* user, int i, DType stored) {
+    if (v->kind == ValueKind::Constant) {
+      std::string s = v->number.str();
+      if (v->dtype != implied_constant_dtype(user, i, stored)) s += std::string(":") + tile::short_name(v->dtype);
+      return s;
+    }
     auto it = names_.find(v);
     if (it != names_.end()) return it->second;
     std::vector<std::string> args;
-    for (const Value* a : v->args) args.push_back((*this)(a));
+    for (size_t a = 0; a < v->args.size(); ++a) args.push_back((*this)(v->args[a], v, int(a), v->dtype));
     std::string rhs;
     switch (v->kind) {
       case ValueKind::Load: rhs = "load " + p_.buffers[size_t(v->buffer)].name + "[" + sym::str(v->index) + "]"; break;
-      case ValueKind::Constant: return names_[v] = v->number.str();  // inline, no line of its own
+      case ValueKind::Constant: break;  // (above)
       case ValueKind::Index: rhs = "index " + sym::str(v->index); break;
       case ValueKind::Cast: rhs = "cast " + args[0]; break;
       case ValueKind::Call: {
@@ -173,7 +191,8 @@ class BodyPrinter {
         break;
       }
     }
-    std::string name = "t" + std::to_string(next_++);
+    std::string name = "t";
+    name += std::to_string(next_++);
     os_ << "    " << name << ": " << tile::short_name(v->dtype) << " = " << rhs << "\n";
     return names_[v] = name;
   }
@@ -209,13 +228,14 @@ std::string print(const Program& p) {
     os << n.name << ": " << node_kind_name(n.kind);
     for (size_t i = 0; i < n.outputs.size(); ++i) os << (i ? ", " : " -> ") << p.buffers[size_t(n.outputs[i])].name;
     if (n.kind == NodeKind::Extern) {
-      os << " = " << n.call->name() << "(";
+      os << " = " << (n.call ? n.call->name() : n.extern_op.c_str()) << "(";
       for (size_t i = 0; i < n.inputs.size(); ++i) os << (i ? ", " : "") << p.buffers[size_t(n.inputs[i])].name;
       os << ")";
     } else {
       os << " over [" << vars_str(n.vars, n.ranges) << "]";
       if (n.kind == NodeKind::Reduction)
         os << " " << tile::reduce_name(n.reduce) << " over [" << vars_str(n.reduction_vars, n.reduction_ranges) << "]";
+      if (n.kind == NodeKind::Scan) os << " " << tile::scan_name(n.scan) << " along " << n.vars.at(size_t(n.scan_axis))->name;
     }
     std::string origins;
     for (const graph::Origin& o : n.origins)
@@ -225,7 +245,8 @@ std::string print(const Program& p) {
     if (n.kind != NodeKind::Extern) {
       BodyPrinter bp(p, os);
       for (size_t i = 0; i < n.bodies.size(); ++i) {
-        std::string r = bp(n.bodies[i]);
+        const DType stored = p.buffers[size_t(n.outputs[i])].dtype;
+        std::string r = bp(n.bodies[i], nullptr, -1, stored);
         std::string stage;  // a row group's stage: how the body is reduced (an epilogue: not)
         if (!n.stages.empty()) stage = n.stages[i] ? std::string(tile::reduce_name(*n.stages[i])) + " " : "";
         os << "    store " << (n.bodies.size() > 1 ? p.buffers[size_t(n.outputs[i])].name + " " : "") << stage << r << "\n";
@@ -263,11 +284,18 @@ void verify(const Program& p) {
     for (int in : n.inputs)
       if (in < 0 || size_t(in) >= nb || !defined[size_t(in)]) bad("reads buffer " + std::to_string(in) + " before it is written");
     if (n.kind == NodeKind::Extern) {
-      if (!n.call) bad("an extern without a graph node");
+      if (!n.call && n.extern_op.empty()) bad("an extern without a graph node");
     } else {
       if (n.outputs.empty() || n.outputs.size() != n.bodies.size()) bad("a kernel node stores one body per output");
       if (n.kind == NodeKind::Reduction && n.outputs.size() != 1 && n.stages.size() != n.outputs.size())
         bad("a reduction writes one buffer (a row group: one per stage)");
+      const bool extreme = n.kind == NodeKind::Scan && (n.scan == tile::ScanKind::Cummax || n.scan == tile::ScanKind::Cummin);
+      if (n.kind == NodeKind::Scan && n.outputs.size() != (extreme ? 2u : 1u))
+        bad("a scan writes one buffer (cummax / cummin: the values and their positions)");
+      if (extreme && (n.bodies[0] != n.bodies[1] || p.buffers[size_t(n.outputs[1])].dtype != kInt64))
+        bad("a cummax / cummin stores its value into its first buffer and the value's position (i64) into its second");
+      if (n.kind == NodeKind::Scan && (n.scan_axis < 0 || size_t(n.scan_axis) >= n.vars.size() || !n.reduction_vars.empty()))
+        bad("a scan runs along one of its variables");
       if (n.vars.size() != n.ranges.size() || n.reduction_vars.size() != n.reduction_ranges.size())
         bad("one index variable per range");
       for (const Value* b : n.bodies)

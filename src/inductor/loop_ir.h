@@ -4,6 +4,10 @@
 //   Pointwise  out[i0, ..., ik] = body(i0, ..., ik)             over `ranges` (one body per
 //              output: siblings over the same ranges fuse into one node)
 //   Reduction  out[i0, ..., ik] = reduce over r0..rm of body(i, r)  (`reduction_ranges`, `reduce`)
+//   Scan       out[i0, ..., ik] = scan (cumsum, cumprod, cummax, cummin) of body along one
+//              variable i_a: the running combination of body(..., j, ...) for j <= i_a (`scan`,
+//              `scan_axis`); sequential along i_a, parallel across the other variables. cummax /
+//              cummin write two buffers, storing the same body: the running best, its position
 //   Extern     an op of the graph run through the eager dispatcher (matmul, convolution, sort,
 //              anything not lowered); its tensor arguments are buffers
 //
@@ -65,7 +69,7 @@ struct Buffer {
   int producer = -1;        // Temp: the node writing it
 };
 
-enum class NodeKind : uint8_t { Pointwise, Reduction, Extern };
+enum class NodeKind : uint8_t { Pointwise, Reduction, Scan, Extern };
 const char* node_kind_name(NodeKind k);
 
 struct Node {
@@ -77,6 +81,8 @@ struct Node {
   SymShape reduction_ranges;         // Reduction
   std::vector<ExprPtr> reduction_vars;  // r0, r1, ...
   tile::ReduceKind reduce = tile::ReduceKind::Sum;
+  tile::ScanKind scan = tile::ScanKind::Cumsum;  // Scan
+  int scan_axis = 0;                             // Scan: the variable (of vars) it runs along
   // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
   // its siblings horizontally stores several).
   std::vector<const Value*> bodies;
@@ -86,7 +92,10 @@ struct Node {
   // reduced with `reduce`. Later bodies read earlier reductions' outputs at the row's offset.
   std::vector<std::optional<tile::ReduceKind>> stages;
   // Extern: the graph node it runs, and per tensor argument (Node::inputs() order) its buffer.
+  // An extern parsed from text has no graph node, only its op's name: it prints and its
+  // neighbours compile, but it can't run.
   const graph::Node* call = nullptr;
+  std::string extern_op;
   std::vector<int> inputs;
   std::vector<graph::Origin> origins;  // the graph nodes folded into it (deduplicated, in order)
 };
@@ -134,6 +143,14 @@ ExprPtr product(const SymShape& sizes);
 
 // The text form (docs/compiler.md): one line per buffer, one block per node.
 std::string print(const Program& p);
+// Reads the text form back (loop_ir_parse.cc): print(parse(print(p))) == print(p). Constant
+// buffers come back without their contents and externs without their graph node (extern_op), so
+// a parsed program prints, fuses and compiles kernels but does not run. A kiln::Error
+// "line:col: message" on bad text.
+Program parse(const std::string& text);
+// The dtype a constant operand of `user` (operand `i`; i == -1: a stored body of a buffer of
+// dtype `stored`) is printed without: the text names a constant's dtype only when it differs.
+DType implied_constant_dtype(const Value* user, int i, DType stored);
 // Throws kiln::Error naming the first bad node: buffer ids in range, loads of buffers defined
 // before, index expressions only over the node's variables and size symbols, dtypes.
 void verify(const Program& p);

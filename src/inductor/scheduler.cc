@@ -16,7 +16,6 @@
 #include "tile/passes/passes.h"
 
 namespace kiln::inductor {
-namespace {
 
 // k<index>_<up to three op names>: an identifier that says what the kernel computes.
 void name_nodes(Program& p) {
@@ -26,7 +25,8 @@ void name_nodes(Program& p) {
     for (const graph::Origin& o : n.origins)
       if (std::find(unique.begin(), unique.end(), o) == unique.end()) unique.push_back(o);
     n.origins = std::move(unique);
-    std::string name = (n.kind == NodeKind::Extern ? "e" : "k") + std::to_string(i);
+    std::string name(1, n.kind == NodeKind::Extern ? 'e' : 'k');  // (GCC 12 warns on "e" + to_string: -Wrestrict)
+    name += std::to_string(i);
     std::set<std::string> seen;
     int shown = 0;
     for (const graph::Origin& o : n.origins) {
@@ -37,10 +37,12 @@ void name_nodes(Program& p) {
       if (shown++ == 3) break;
       name += "_" + op;
     }
-    if (n.kind == NodeKind::Extern && shown == 0) name += std::string("_") + n.call->name();
+    if (n.kind == NodeKind::Extern && shown == 0) name += std::string("_") + (n.call ? n.call->name() : n.extern_op.c_str());
     n.name = name;
   }
 }
+
+namespace {
 
 std::string fusion_report(const Program& p) {
   std::ostringstream os;
@@ -72,13 +74,16 @@ std::string run_stage(const std::string& stage, std::shared_ptr<const graph::Gra
   KILN_CHECK(stage == "lower" || stage == "kernels" || stage == "c", "inductor pipeline: unknown stage '", stage,
              "' (the last stage is lower, kernels or c; graph passes may come before it)");
   Program p = lower_and_schedule(std::move(g));
-  if (stage == "lower") return print(p);
+  return stage == "lower" ? print(p) : print_kernels(p, stage == "c");
+}
+
+std::string print_kernels(const Program& p, bool c) {
   std::string out;
   for (const Node& n : p.nodes) {
     if (n.kind == NodeKind::Extern) continue;
     GeneratedKernel k = emit_tile(p, n);
     tile::run_passes(k.program, tile::default_passes());  // what the CPU backend compiles
-    out += stage == "kernels" ? tile::print(k.program) : tile::cpu::emit_kernel(k.program);
+    out += c ? tile::cpu::emit_kernel(k.program) : tile::print(k.program);
     out += "\n";
   }
   return out;
@@ -92,6 +97,7 @@ std::string run_pipeline(const std::string& pipeline, const std::string& graph_t
   };
   std::string stages = trim(pipeline);
   if (stages.rfind("inductor:", 0) == 0) stages = stages.substr(9);  // (the kernels folder mixes IRs)
+  if (stages.rfind("loop:", 0) == 0) return run_loop_pipeline(stages.substr(5), graph_text);  // loop IR text
   const size_t bar = stages.rfind('|');
   std::string text = graph_text;
   if (bar != std::string::npos) text = graph::run_pipeline(trim(stages.substr(0, bar)), graph_text);

@@ -3,12 +3,16 @@
 //   kiln-opt --pipeline='decompose | functionalize | joint | partition' file.kir
 //   kiln-opt --list
 //   kiln-opt --run-backend=inductor [--seed=N] [--calls='s0=5;s0=2'] file.kir
+//   kiln-opt --pipeline='inductor: decompose | lower' file.kir     (graph IR in, loop IR out)
+//   kiln-opt --pipeline='loop: fuse | name | c' file.loop         (loop IR in: its passes, then
+//                                                                  print, kernels or c)
 // The passes are the pass manager's table: the graph passes (dce, cse, fold) and the aot ones
 // (decompose, functionalize, joint, partition) that src/aot/passes.cc registers. --run-backend
 // runs the graph through a backend and through eager on the same inputs (drawn from the seed and
 // the input specs, as the graph fuzzer draws them: tests/fuzz/) and compares the results.
 #include <kiln/error.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
@@ -17,6 +21,7 @@
 
 #include "fuzz/differential.h"
 #include "graph/pass_manager.h"
+#include "inductor/inductor.h"
 
 namespace {
 
@@ -27,6 +32,8 @@ int usage() {
                "  --verify   checks the graph before the passes and after each one\n"
                "  --origins  prints each node's origin (# <op> [backward] [@ file:line])\n"
                "  --list     lists the passes\n"
+               "  A pipeline starting 'inductor:' ends in an inductor stage (lower, kernels, c); one starting 'loop:'\n"
+               "  reads loop IR and runs its passes (fuse, name, verify), then print, kernels or c.\n"
                "       kiln-opt --run-backend=NAME [--seed=N] [--calls='s0=5;s0=2'] [file.kir]\n"
                "  Runs the graph through backend NAME and through eager on the same inputs (from the seed and the\n"
                "  input specs; one call per ';'-separated binding of the symbols, their hints without --calls) and\n"
@@ -83,11 +90,16 @@ int main(int argc, char** argv) {
   }
   try {
     if (!backend.empty()) return run_backend(backend, text.str(), seed, calls);
-    if (verify) {  // the input, then (the pass manager) the graph after each pass
+    const std::string stages = pipeline.substr(std::min(pipeline.size(), pipeline.find_first_not_of(" \t")));
+    const bool loop_ir = stages.rfind("loop:", 0) == 0;  // (the loop IR is verified after each pass)
+    if (verify && !loop_ir) {  // the input, then (the pass manager) the graph after each pass
       kiln::graph::verify(kiln::graph::parse(text.str()));
       kiln::graph::set_verify_passes(true);
     }
-    std::cout << kiln::graph::run_pipeline((origins ? "--origins " : "") + pipeline, text.str());
+    if (loop_ir || stages.rfind("inductor:", 0) == 0)
+      std::cout << kiln::inductor::run_pipeline(stages, text.str());
+    else
+      std::cout << kiln::graph::run_pipeline((origins ? "--origins " : "") + pipeline, text.str());
   } catch (const kiln::Error& e) {
     std::cerr << "kiln-opt: " << (path.empty() ? "<stdin>" : path) << ":" << e.what() << "\n";
     return 1;

@@ -156,7 +156,8 @@ Program Lowering::run() {
       switch (ops::kOpFamily[size_t(n->op)]) {
         case ops::OpFamily::POINTWISE:
         case ops::OpFamily::CREATION: done = lower_pointwise(*this, *n); break;
-        case ops::OpFamily::REDUCTION: done = lower_reduction(*this, *n); break;
+        case ops::OpFamily::REDUCTION: done = lower_reduction(*this, *n) || lower_arg_reduction(*this, *n); break;
+        case ops::OpFamily::SCAN: done = lower_scan(*this, *n); break;
         case ops::OpFamily::VIEW: done = lower_view(*this, *n); break;
         default: break;
       }

@@ -3,6 +3,8 @@
 // returns false and the node becomes an Extern (fallback.cc):
 //   pointwise.cc  pointwise prims, constants, full / iota
 //   reduction.cc  sum / prod / amax / amin
+//   arg_reduction.cc  argmax / argmin
+//   scan.cc       cumsum / cumprod / cummax / cummin
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
 //   custom.cc     custom tile ops whose kernel is pointwise-shaped (the seed's vector_add)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
@@ -73,6 +75,8 @@ bool lower_pointwise(Lowering& L, const graph::Node& n);
 bool lower_reduction(Lowering& L, const graph::Node& n);
 bool lower_view(Lowering& L, const graph::Node& n);
 bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-shaped tile ops
+bool lower_arg_reduction(Lowering& L, const graph::Node& n);
+bool lower_scan(Lowering& L, const graph::Node& n);
 void lower_extern(Lowering& L, const graph::Node& n);
 
 // fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;
