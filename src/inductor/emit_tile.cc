@@ -175,7 +175,8 @@ class Emitter {
     }
     // Every index expression of the node, for dim collapsing.
     std::vector<ExprPtr> exprs;
-    for (int o : n_.outputs) exprs.push_back(offset_of(n_.vars, p_.buffers[size_t(o)].strides));
+    for (int o : n_.outputs)  // (a row group's outputs are over its rows, or its rows' elements)
+      exprs.push_back(n_.stages.empty() ? offset_of(n_.vars, p_.buffers[size_t(o)].strides) : row_offset(p_, n_, o));
     walk_bodies([&](const Value* v) {
       if (v->index) exprs.push_back(v->index);
     });

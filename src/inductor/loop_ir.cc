@@ -118,6 +118,8 @@ SymShape contiguous_strides(const SymShape& sizes) {
 }
 
 ExprPtr offset_of(const std::vector<ExprPtr>& idx, const SymShape& strides) {
+  KILN_CHECK(idx.size() == strides.size(), "internal: inductor: an index of rank ", idx.size(), " into a buffer of rank ",
+             strides.size());
   ExprPtr e = sym::constant(0);
   for (size_t d = 0; d < idx.size(); ++d) e = sym::add(e, sym::mul(idx[d], strides[d].as_expr()));
   return e;
