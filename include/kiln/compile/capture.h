@@ -101,10 +101,6 @@ using Body = std::function<std::vector<Tensor>(const std::vector<ArgValue>& args
 std::shared_ptr<Engine> make_engine(const CompileOptions& options);
 // Runs a call: a cached graph whose guards hold, else a new trace of `body`.
 std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body);
-// The cached part of run(): the outputs of a cached graph whose guards hold for `args`, or
-// nullopt where run() would trace, run segments or run eagerly (the caller then calls run()).
-// Callers with a cheaper way to the arguments than a Body use it first (the Python binding).
-std::optional<std::vector<Tensor>> run_cached(Engine& e, const std::vector<ArgValue>& args);
 ExplainReport report(const Engine& e);
 
 // --- flattening C++ arguments and results
