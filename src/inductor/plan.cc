@@ -6,6 +6,7 @@
 #include <kiln/log.h>
 #include <kiln/ops.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -197,7 +198,7 @@ class Plan {
             for (const Size& d : l.sizes) sizes.push_back(eval(d, env));
             bufs[size_t(o)] = make_tensor(sizes, out.dtype);
           }
-          numel = bufs[size_t(o)].numel();
+          numel = std::max(numel, bufs[size_t(o)].numel());  // (a row group: its rows may be stored, its empty elements not)
         }
         const int64_t grid = eval(s.grid_size, env);
         if (grid > 0 && numel > 0) {
