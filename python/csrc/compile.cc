@@ -6,6 +6,9 @@
 
 #include <nanobind/stl/vector.h>  // list_backends() returns a std::vector<std::string>
 
+#include <exception>
+#include <utility>
+
 #include "bind.h"
 #include "capture/guards.h"
 #include "capture/lazy.h"
@@ -42,16 +45,25 @@ std::pair<std::string, unsigned> python_location() {
   return {file, unsigned(line)};
 }
 
-// One flattened argument: a Tensor, a number, or a module given as (module, [its tensors], version).
-capture::ArgValue to_arg_value(nb::handle h, std::vector<nb::handle>& modules) {
-  capture::ArgValue a;
+// A tensor or a number (the leaves _compile.py's _flatten keeps as they are); false for others.
+bool leaf_arg(nb::handle h, capture::ArgValue& a) {
   if (const Tensor* t = as_tensor(h)) {
     a.kind = capture::ArgValue::Kind::Tensor;
     a.tensor = *t;
   } else if (is_py_number(h)) {
     a.kind = capture::ArgValue::Kind::Scalar;
     a.scalar = to_scalar(h);
-  } else if (PyTuple_Check(h.ptr()) && nb::len(h) == 3) {
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// One flattened argument: a Tensor, a number, or a module given as (module, [its tensors], version).
+capture::ArgValue to_arg_value(nb::handle h, std::vector<nb::handle>& modules) {
+  capture::ArgValue a;
+  if (leaf_arg(h, a)) return a;
+  if (PyTuple_Check(h.ptr()) && nb::len(h) == 3) {
     a.kind = capture::ArgValue::Kind::Module;
     nb::handle m = h[0];
     a.module = m.ptr();
@@ -67,6 +79,93 @@ capture::ArgValue to_arg_value(nb::handle h, std::vector<nb::handle>& modules) {
   return a;
 }
 
+// A compiled call's result from its output structure (_compile.py's _flatten_output): "*" the next
+// tensor, ("static", v) v, (dict, keys, specs), (list or tuple, specs).
+nb::object rebuild_output(nb::handle spec, std::vector<Tensor>& outs, size_t& next) {
+  if (PyUnicode_Check(spec.ptr())) {
+    KILN_CHECK(next < outs.size(), "internal: a compiled function returned fewer tensors than its output structure holds");
+    return nb::cast(std::move(outs[next++]));
+  }
+  nb::handle head = spec[0];
+  if (PyUnicode_Check(head.ptr())) return nb::borrow(spec[1]);
+  if (head.ptr() == reinterpret_cast<PyObject*>(&PyDict_Type)) {
+    nb::dict d;
+    nb::handle keys = spec[1], specs = spec[2];
+    for (size_t i = 0, n = nb::len(keys); i < n; i++) d[keys[i]] = rebuild_output(specs[i], outs, next);
+    return d;
+  }
+  nb::handle specs = spec[1];
+  size_t n = nb::len(specs);
+  nb::list items;
+  for (size_t i = 0; i < n; i++) items.append(rebuild_output(specs[i], outs, next));
+  return head.ptr() == reinterpret_cast<PyObject*>(&PyList_Type) ? nb::object(items) : nb::object(nb::tuple(items));
+}
+
+// --- The call path of a compiled Python function (kiln.compile's CompiledFunction derives from
+// _CompiledCall). A call whose arguments are all tensors and numbers, given positionally, goes
+// from here straight to the engine's cached graphs: no Python frame, no flattening in Python.
+// Anything else (keyword arguments, containers, modules, a first call, a guard that fails, a
+// graph break) goes to the Python method _slow_call, which flattens, traces and registers the
+// engine in self._fast: a list indexed by the number of arguments of (engine, output structure).
+
+thread_local std::exception_ptr g_pending;  // a C++ exception of the fast path, for _reraise_pending
+PyObject* g_reraise = nullptr;              // kiln._C._reraise_pending: nanobind translates it
+
+// New reference; null without an error set: not for the fast path.
+PyObject* fast_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static PyObject* fast_name = PyUnicode_InternFromString("_fast");
+  if (kwargs && PyDict_GET_SIZE(kwargs) != 0) return nullptr;
+  nb::object fast = nb::steal(PyObject_GetAttr(self, fast_name));
+  if (!fast.is_valid()) {
+    PyErr_Clear();
+    return nullptr;
+  }
+  const Py_ssize_t n = PyTuple_GET_SIZE(args);
+  if (!PyList_CheckExact(fast.ptr()) || n >= PyList_GET_SIZE(fast.ptr())) return nullptr;
+  nb::handle entry = PyList_GET_ITEM(fast.ptr(), n);  // (engine, output structure) or None
+  if (!PyTuple_CheckExact(entry.ptr())) return nullptr;
+  PyEngine& e = nb::cast<PyEngine&>(entry[0]);
+  if (!e.engine) return nullptr;
+  std::vector<capture::ArgValue> vals(static_cast<size_t>(n));
+  for (Py_ssize_t i = 0; i < n; i++)
+    if (!leaf_arg(PyTuple_GET_ITEM(args, i), vals[size_t(i)])) return nullptr;
+  std::shared_ptr<capture::Engine> engine = e.engine;  // alive through the call, whatever the guards run
+  std::optional<std::vector<Tensor>> outs;
+  {
+    CallRootsScope scope(args, kwargs);
+    outs = capture::run_cached(*engine, vals);
+  }
+  if (!outs) return nullptr;
+  size_t next = 0;
+  return rebuild_output(entry[1], *outs, next).release().ptr();
+}
+
+PyObject* compiled_call(PyObject* self, PyObject* args, PyObject* kwargs) {
+  static PyObject* slow_name = PyUnicode_InternFromString("_slow_call");
+  try {
+    PyObject* r = fast_call(self, args, kwargs);
+    if (r || PyErr_Occurred()) return r;
+  } catch (nb::python_error& e) {
+    e.restore();
+    return nullptr;
+  } catch (...) {
+    g_pending = std::current_exception();
+    return PyObject_CallNoArgs(g_reraise);
+  }
+  nb::object slow = nb::steal(PyObject_GetAttr(self, slow_name));
+  return slow.is_valid() ? PyObject_Call(slow.ptr(), args, kwargs) : nullptr;
+}
+
+nb::object compiled_call_type() {
+  static PyType_Slot slots[] = {
+      {Py_tp_call, (void*)compiled_call},
+      {Py_tp_doc, (void*)"Base of kiln.compile's CompiledFunction: the call path to cached graphs in C++."},
+      {0, nullptr}};
+  static PyType_Spec spec{"kiln._C._CompiledCall", int(sizeof(PyObject)), 0, Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE, slots};
+  PyObject* t = PyType_FromSpec(&spec);
+  if (!t) throw nb::python_error();
+  return nb::steal(t);
+}
 
 nb::dict report_dict(const ExplainReport& r) {
   nb::dict d;
@@ -145,6 +244,16 @@ void bind_compile(nb::module_& m) {
         return result;
       }, nb::arg("flat"), nb::arg("body"), nb::arg("roots").none() = nb::none())
       .def("report", [](const PyEngine& e) { return report_dict(e.engine ? capture::report(*e.engine) : ExplainReport{}); });
+  m.attr("_CompiledCall") = compiled_call_type();
+  m.def("_reraise_pending", [] {
+    std::exception_ptr p = std::exchange(g_pending, nullptr);
+    if (p) std::rethrow_exception(p);
+  });
+  g_reraise = Py_NewRef(m.attr("_reraise_pending").ptr());  // kept for the process's lifetime
+  m.def("_rebuild_output", [](nb::handle spec, std::vector<Tensor> outs) {
+    size_t next = 0;
+    return rebuild_output(spec, outs, next);
+  }, nb::arg("spec"), nb::arg("outs"));
   m.def("cond", [](const Tensor& pred, nb::object true_fn, nb::object false_fn, nb::tuple operands) {
     auto branch = [&](nb::object fn) {
       return [fn, &operands]() -> Tensor {

@@ -21,7 +21,7 @@
 namespace kiln::py {
 namespace {
 
-thread_local PyObject* g_call_roots = nullptr;  // the running compiled call's (args, kwargs)
+thread_local CallRootsScope* g_call_roots = nullptr;  // the running compiled call's (args, kwargs)
 
 std::string repr_of(PyObject* o) {
   PyObject* r = PyObject_Repr(o);
@@ -133,8 +133,18 @@ struct Snap {
 
 }  // namespace
 
-CallRootsScope::CallRootsScope(PyObject* roots) : prev_(g_call_roots) { g_call_roots = roots; }
+CallRootsScope::CallRootsScope(PyObject* roots) : prev_(g_call_roots), roots_(nb::borrow(roots)) { g_call_roots = this; }
+CallRootsScope::CallRootsScope(PyObject* args, PyObject* kwargs) : prev_(g_call_roots), args_(args), kwargs_(kwargs) {
+  g_call_roots = this;
+}
 CallRootsScope::~CallRootsScope() { g_call_roots = prev_; }
+PyObject* CallRootsScope::roots() {
+  if (!roots_.is_valid() && args_) {
+    nb::object kw = kwargs_ ? nb::borrow(kwargs_) : nb::steal(PyDict_New());
+    if (kw.is_valid()) roots_ = nb::steal(PyTuple_Pack(2, args_, kw.ptr()));
+  }
+  return roots_.is_valid() ? roots_.ptr() : nullptr;
+}
 
 namespace {
 
@@ -183,13 +193,17 @@ class GuardTree : public capture::ExternalGuards {
   }
 
   std::optional<std::string> check() const override { return check_roots(g_call_roots); }
+  std::optional<std::string> check_roots(PyObject* roots) const {
+    CallRootsScope scope(roots);
+    return check_roots(&scope);
+  }
 
   // Modules are guarded by identity and by kiln.nn's counter of attribute assignments on any module
   // (training mode, parameters, settings): one compare per call however many modules were read.
   void watch_modules() { watch_modules_ = true; }
   void seal() { version_ = watch_modules_ ? counter() : 0; }  // at the end of the trace
 
-  std::optional<std::string> check_roots(PyObject* roots) const {
+  std::optional<std::string> check_roots(CallRootsScope* roots) const {
     if (watch_modules_ && counter() != version_)
       return std::string("an attribute of a kiln.nn.Module the function uses was assigned since the trace (training mode, "
                          "a parameter, a setting)");
@@ -198,7 +212,7 @@ class GuardTree : public capture::ExternalGuards {
       const Node& n = nodes_[i];
       PyObject* v = nullptr;  // a new reference
       switch (n.src) {
-        case Src::Roots: v = roots ? Py_NewRef(roots) : nullptr; break;
+        case Src::Roots: v = roots ? Py_XNewRef(roots->roots()) : nullptr; break;
         case Src::Global:
           v = PyDict_GetItemWithError(n.a.ptr(), n.name.ptr());
           if (!v && !PyErr_Occurred() && n.b.is_valid()) v = PyDict_GetItemWithError(n.b.ptr(), n.name.ptr());

@@ -68,25 +68,25 @@ def _flatten_output(out):
     return walk(out), tensors
 
 
-def _rebuild_output(spec, it):
-    if spec == "*":
-        return next(it)
-    if spec[0] == "static":
-        return spec[1]
-    if spec[0] is dict:
-        return {k: _rebuild_output(s, it) for k, s in zip(spec[1], spec[2])}
-    items = [_rebuild_output(s, it) for s in spec[1]]
-    return items if spec[0] is list else tuple(items)
+@functools.lru_cache(maxsize=None)
+def _all_leaves(n):
+    """The structure _flatten gives (args, kwargs) of n tensors or numbers and no keywords."""
+    return (tuple, ((tuple, ("*",) * n), (dict, (), ())))
 
 
-class CompiledFunction:
-    """A function (or module) compiled by kiln.compile; call it like the original."""
+class CompiledFunction(_C._CompiledCall):
+    """A function (or module) compiled by kiln.compile; call it like the original.
+
+    A call goes first to the C++ base (_C._CompiledCall): where every argument is a tensor or a
+    number given positionally and a cached graph's guards hold, it runs that graph from C++.
+    Everything else comes to _slow_call, which registers the engine of such calls in _fast."""
 
     def __init__(self, fn, options):
         self._fn = fn
         self._options = options
         self._engines = {}  # (argument structure, static leaves) -> engine
         self._out_specs = {}
+        self._fast = []  # number of arguments -> (engine, output structure) of all-leaf positional calls
         functools.update_wrapper(self, fn if not isinstance(fn, _module.Module) else fn.forward, updated=())
 
     def _engine(self, key):
@@ -99,7 +99,7 @@ class CompiledFunction:
             self._engines[key] = e
         return e
 
-    def __call__(self, *args, **kwargs):
+    def _slow_call(self, *args, **kwargs):
         leaves, static = [], []
         fn = self._fn
         if isinstance(fn, _module.Module):
@@ -131,7 +131,10 @@ class CompiledFunction:
         outs = engine.call(leaves, body, (args, kwargs))
         if out_spec:
             self._out_specs[key] = out_spec[-1]
-        return _rebuild_output(self._out_specs[key], iter(outs))
+        if not isinstance(fn, _module.Module) and spec == _all_leaves(len(args)):
+            self._fast.extend([None] * (len(args) + 1 - len(self._fast)))
+            self._fast[len(args)] = (engine, self._out_specs[key])
+        return _C._rebuild_output(self._out_specs[key], outs)
 
     def explain(self):
         """What capture did (merged over argument structures): see kiln.explain."""

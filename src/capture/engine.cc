@@ -68,6 +68,7 @@ class Engine {
   SegmentCache segments;
 
   std::vector<Tensor> call(const std::vector<ArgValue>& args, const Body& body);
+  std::optional<std::vector<Tensor>> call_cached(const std::vector<ArgValue>& args);
 
  private:
   std::vector<Tensor> run_entry(const Entry& e, const std::vector<ArgValue>& args);
@@ -206,11 +207,17 @@ std::vector<Tensor> Engine::run_segmented(const std::vector<ArgValue>& args, con
   return outs;
 }
 
-std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& body) {
-  if (fallback) return body(args);
-  if (segmented) return run_segmented(args, body);
+std::optional<std::vector<Tensor>> Engine::call_cached(const std::vector<ArgValue>& args) {
+  if (fallback || segmented) return std::nullopt;
   for (const Entry& e : entries)
     if (!e.check(args)) return run_entry(e, args);
+  return std::nullopt;
+}
+
+std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& body) {
+  if (auto outs = call_cached(args)) return std::move(*outs);
+  if (fallback) return body(args);
+  if (segmented) return run_segmented(args, body);
   if (!entries.empty()) {
     std::string why = *entries.back().check(args);
     recompile_reasons.push_back(why);
@@ -245,6 +252,8 @@ std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& 
 std::shared_ptr<Engine> make_engine(const CompileOptions& options) { return std::make_shared<Engine>(options); }
 
 std::vector<Tensor> run(Engine& e, const std::vector<ArgValue>& args, const Body& body) { return e.call(args, body); }
+
+std::optional<std::vector<Tensor>> run_cached(Engine& e, const std::vector<ArgValue>& args) { return e.call_cached(args); }
 
 void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f) {
   for (const auto& entry : e.entries)

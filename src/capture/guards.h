@@ -72,6 +72,11 @@ class GuardSet {
   std::vector<std::string> describe() const;
 };
 
+// The cached part of run(): the outputs of a cached graph whose guards hold for `args`, or
+// nullopt where run() would trace, run segments or run eagerly (the caller then calls run()).
+// The Python binding's fast call path tries it before building a Body.
+std::optional<std::vector<Tensor>> run_cached(Engine& e, const std::vector<ArgValue>& args);
+
 // Calls f on the external guards of every graph of e (the Python binding's GC traversal).
 void for_each_external_guards(const Engine& e, const std::function<void(const ExternalGuards&)>& f);
 

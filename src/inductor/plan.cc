@@ -11,6 +11,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/tensor_impl.h"
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
@@ -25,7 +26,6 @@ using SymEnv = std::map<std::string, int64_t>;
 SymInt concrete(const SymInt& s, const SymEnv& env) {
   return s.is_symbolic() ? SymInt(sym::evaluate(s.expr(), env)) : s;
 }
-int64_t eval(const SymInt& s, const SymEnv& env) { return concrete(s, env).value(); }
 
 // Size arguments of an extern with symbols get the values the inputs bind them to.
 ops::Arg concrete_arg(ops::Arg a, const SymEnv& env) {
@@ -35,17 +35,52 @@ ops::Arg concrete_arg(ops::Arg a, const SymEnv& env) {
   return a;
 }
 
+// A size a call needs: known when the plan is built (expr null), or an expression over the size
+// symbols, evaluated against the call's bindings. A graph without symbols evaluates nothing.
+struct Size {
+  int64_t value = 0;
+  ExprPtr expr;
+};
+Size size_of(const ExprPtr& e) {
+  int64_t v = 0;
+  return sym::is_const(e, &v) ? Size{v, nullptr} : Size{0, e};
+}
+Size size_of(const SymInt& s) { return s.is_symbolic() ? size_of(s.expr()) : Size{s.value(), nullptr}; }
+std::vector<Size> sizes_of(const SymShape& v) {
+  std::vector<Size> out;
+  for (const SymInt& s : v) out.push_back(size_of(s));
+  return out;
+}
+int64_t eval(const Size& s, const SymEnv& env) { return s.expr ? sym::evaluate(s.expr, env) : s.value; }
+
+// A buffer's sizes and strides as a call evaluates them (Shape: when all are known at build time).
+struct Layout {
+  std::vector<Size> sizes, strides;
+  std::optional<Shape> shape;
+};
+Layout layout_of(const Buffer& b) {
+  Layout l{sizes_of(b.sizes), sizes_of(b.strides), std::nullopt};
+  Shape shape;
+  for (const Size& s : l.sizes) {
+    if (s.expr) return l;
+    shape.push_back(s.value);
+  }
+  l.shape = std::move(shape);
+  return l;
+}
+
 // A tensor in the layout its buffer promises (inputs and extern outputs normally are; a
 // contiguous copy otherwise, when the buffer is contiguous).
-Tensor conform(Tensor t, const Buffer& b, const SymEnv& env) {
+Tensor conform(Tensor t, const Buffer& b, const Layout& l, const SymEnv& env) {
   KILN_CHECK(t.dtype() == b.dtype && t.dim() == int64_t(b.sizes.size()), "inductor: ", b.name, " is ",
              name(t.dtype()), shape_str(t.sym_sizes()), " but the compiled graph expects ", name(b.dtype),
              shape_str(b.sizes));
   bool same = true, contiguous_expected = true;
   int64_t expect = 1;
+  const TensorImpl& impl = *t.impl();
   for (size_t d = b.sizes.size(); d-- > 0;) {
-    const int64_t size = t.size(int64_t(d)), stride = eval(b.strides[d], env);
-    if (size != 1 && stride != t.stride(int64_t(d))) same = false;
+    const int64_t size = impl.sizes[d], stride = eval(l.strides[d], env);
+    if (size != 1 && stride != impl.strides[d]) same = false;
     if (size != 1 && stride != expect) contiguous_expected = false;
     expect *= size;
   }
@@ -62,6 +97,9 @@ struct Step {
   ExprPtr grid;                      // launches
   std::vector<const graph::Value*> in_values;  // externs: per tensor argument, its value...
   std::vector<int> release;          // buffers dead after this step
+  // What a launch evaluates per call (prepare_run): the grid, and each size argument.
+  Size grid_size;
+  std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
 
 // Compiled translation units by source, so a graph compiled again (a recompile, another test)
@@ -112,44 +150,62 @@ class Plan {
     return c;
   }
 
+  // The run side's view of the built plan: every size known ahead of a call computed once.
+  void prepare_run() {
+    for (const Buffer& b : p_.buffers) layouts_.push_back(layout_of(b));
+    for (Step& s : steps_) {
+      if (s.kernel < 0) continue;
+      s.grid_size = size_of(s.grid);
+      for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.buffer >= 0 ? Size() : size_of(a.size));
+      max_args_ = std::max(max_args_, s.args.size());
+    }
+    const graph::Graph& g = *p_.graph;
+    for (size_t i = 0; i < g.inputs().size(); ++i) {
+      const auto& sizes = g.inputs()[i]->spec.sizes;
+      for (size_t d = 0; d < sizes.size(); ++d)
+        if (sizes[d].is_symbolic() && sizes[d].expr()->kind == sym::Kind::Symbol) binders_.push_back({i, d, sizes[d].expr()->name});
+    }
+  }
+
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
     const graph::Graph& g = *p_.graph;
     KILN_CHECK(inputs.size() == g.inputs().size(), "inductor: the compiled graph takes ", g.inputs().size(),
                " inputs, got ", inputs.size());
-    SymEnv env;
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      const graph::Value* v = g.inputs()[i];
-      KILN_CHECK(inputs[i].defined(), "inductor: input ", i, " is undefined");
-      for (size_t d = 0; d < v->spec.sizes.size() && d < size_t(inputs[i].dim()); ++d) {
-        const SymInt& s = v->spec.sizes[d];
-        if (s.is_symbolic() && s.expr()->kind == sym::Kind::Symbol) env[s.expr()->name] = inputs[i].size(int64_t(d));
-      }
-    }
+    for (size_t i = 0; i < inputs.size(); ++i) KILN_CHECK(inputs[i].defined(), "inductor: input ", i, " is undefined");
+    SymEnv env;  // empty unless the graph has size symbols
+    for (const Binder& b : binders_)
+      if (b.dim < size_t(inputs[b.input].dim())) env[b.name] = inputs[b.input].size(int64_t(b.dim));
     std::vector<Tensor> bufs(p_.buffers.size());
     for (size_t b = 0; b < p_.buffers.size(); ++b) {
       const Buffer& buf = p_.buffers[b];
-      if (buf.kind == BufferKind::Input) bufs[b] = conform(inputs[size_t(buf.input)], buf, env);
+      if (buf.kind == BufferKind::Input) bufs[b] = conform(inputs[size_t(buf.input)], buf, layouts_[b], env);
       if (buf.kind == BufferKind::Constant) bufs[b] = buf.literal;
     }
     NoGradGuard no_grad;
     std::vector<tile::cpu::Arg> args;
+    args.reserve(max_args_);
     for (const Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
       if (s.kernel >= 0) {
         int64_t numel = 0;
         for (int o : n.outputs) {
           const Buffer& out = p_.buffers[size_t(o)];
-          SymShape sizes;
-          for (const SymInt& d : out.sizes) sizes.push_back(eval(d, env));
-          bufs[size_t(o)] = empty(sizes, out.dtype);
+          const Layout& l = layouts_[size_t(o)];
+          if (l.shape) {
+            bufs[size_t(o)] = make_tensor(*l.shape, out.dtype);
+          } else {
+            Shape sizes;
+            for (const Size& d : l.sizes) sizes.push_back(eval(d, env));
+            bufs[size_t(o)] = make_tensor(sizes, out.dtype);
+          }
           numel = std::max(numel, bufs[size_t(o)].numel());  // (a row group: its rows may be stored, its empty elements not)
         }
-        const int64_t grid = sym::evaluate(s.grid, env);
+        const int64_t grid = eval(s.grid_size, env);
         if (grid > 0 && numel > 0) {
           args.clear();
-          for (const KernelArg& a : s.args) {
-            if (a.buffer >= 0) args.emplace_back(bufs[size_t(a.buffer)]);
-            else args.emplace_back(sym::evaluate(a.size, env));
+          for (size_t k = 0; k < s.args.size(); ++k) {
+            if (s.args[k].buffer >= 0) args.emplace_back(bufs[size_t(s.args[k].buffer)]);
+            else args.emplace_back(eval(s.arg_sizes[k], env));
           }
           kernels_[size_t(s.kernel)].launch(tile::cpu::Grid(grid), std::span<const tile::cpu::Arg>(args));
         }
@@ -164,12 +220,15 @@ class Plan {
         std::vector<Tensor> outs = ops::call(n.call->op, std::move(a));
         KILN_CHECK(outs.size() == n.outputs.size(), "internal: inductor: ", n.call->name(), " returned ", outs.size(),
                    " tensors, the plan expects ", n.outputs.size());
-        for (size_t k = 0; k < outs.size(); ++k)
-          bufs[size_t(n.outputs[k])] = conform(std::move(outs[k]), p_.buffers[size_t(n.outputs[k])], env);
+        for (size_t k = 0; k < outs.size(); ++k) {
+          const size_t o = size_t(n.outputs[k]);
+          bufs[o] = conform(std::move(outs[k]), p_.buffers[o], layouts_[o], env);
+        }
       }
       for (int b : s.release) bufs[size_t(b)] = Tensor();
     }
     std::vector<Tensor> result;
+    result.reserve(p_.outputs.size());
     for (int b : p_.outputs) result.push_back(bufs[size_t(b)]);
     return result;
   }
@@ -180,6 +239,14 @@ class Plan {
   Program p_;
   std::vector<Step> steps_;
   std::vector<tile::cpu::Kernel> kernels_;
+  // Run side (prepare_run).
+  struct Binder {
+    size_t input, dim;
+    std::string name;
+  };
+  std::vector<Binder> binders_;  // where each size symbol's value comes from
+  std::vector<Layout> layouts_;  // per buffer
+  size_t max_args_ = 0;
 };
 
 }  // namespace
@@ -187,6 +254,7 @@ class Plan {
 Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
   auto plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
   Compiled c = plan->build();
+  plan->prepare_run();
   c.run = [plan](const std::vector<Tensor>& inputs) { return (*plan)(inputs); };
   return c;
 }

@@ -266,3 +266,44 @@ def test_list_backends_names_the_registered_ones():
     x = rand(3, 4)
     for name in names:  # each one compiles and runs
         same(kiln.compile(lambda t: t * 2 + 1, backend=name)(x), x * 2 + 1)
+
+
+SCALE = 2.0
+
+
+def test_fast_call_path_keeps_guards_and_output_structure():
+    # Calls of tensors and numbers given positionally run from C++ (kiln._C._CompiledCall) once
+    # traced; every guard still holds there, and results come back in the traced structure.
+    global SCALE
+    x, y = rand(4, 3), rand(4, 3)
+
+    def fn(a, b, k):
+        return {"sum": a + b * k * SCALE, "pair": (a * k, [b - 1]), "none": None}
+
+    f = compile(fn)
+    for k in (2.0, 2.0, 3, 2.0):  # a number by value (3 is an int: another kind, another graph)
+        got, want = f(x, y, k), fn(x, y, k)
+        assert sorted(got) == ["none", "pair", "sum"] and got["none"] is None
+        assert isinstance(got["pair"], tuple) and isinstance(got["pair"][1], list)
+        same(got["sum"], want["sum"]), same(got["pair"][0], want["pair"][0]), same(got["pair"][1][0], want["pair"][1][0])
+    assert f.explain().graph_count == 2
+    SCALE = 5.0  # a global the trace read: the fast path sees the change too
+    try:
+        same(f(x, y, 2.0)["sum"], x + y * 2.0 * 5.0)
+    finally:
+        SCALE = 2.0
+    assert f.explain().graph_count == 3
+    same(f(x, b=y, k=2.0)["sum"], x + y * 2.0 * 2.0)  # keywords: the Python path, same answer
+    same(f(x[:, :2], y[:, :2], 2.0)["sum"], x[:, :2] + y[:, :2] * 4.0)  # other sizes: a new trace
+    with kiln.no_grad():  # grad mode is guarded
+        same(f(x, y, 2.0)["sum"], x + y * 4.0)
+
+
+def test_fast_call_path_misses_go_to_the_trace():
+    f = compile(lambda a, b: a + b)
+    x = rand(4, 3)
+    same(f(x, x), x + x)
+    same(f(x, x), x + x)
+    with pytest.raises(kiln.Error, match="broadcast|shape"):  # a shape no graph covers: traced, the op's error
+        f(x, rand(5, 2))
+    same(f(x, x), x + x)
