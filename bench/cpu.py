@@ -11,7 +11,8 @@ after warm-ups, on random inputs. The table gives, per row: median ms, the ratio
 mode (PyTorch eager or torch.compile; < 1: faster than the peer), for memory-bound workloads the
 fraction of the machine's memcpy bandwidth (measured in this run) achieved on the bytes the workload
 must read and write, GFLOP/s for matmul-bound ones, and the cold / warm first-call seconds.
---quick: fewer timed calls. Both libraries use every core (KILN_IGNORE_LOAD=1 unless set). --markdown FILE: also writes the table as
+matmul also runs as one cblas_sgemm call into the same OpenBLAS ("openblas direct", the bar for kiln's
+matmul). --quick: fewer timed calls. Both libraries use every core (KILN_IGNORE_LOAD=1 unless set). --markdown FILE: also writes the table as
 markdown (what BENCHMARKS.md keeps).
 """
 import argparse
@@ -67,7 +68,7 @@ def workload(lib, name):
                 x = F.gelu(F.linear(x, params[i], params[i + 1]))
             return x
         params = tuple(p for layer in layers for p in layer)
-        return lib.no_grad()(mlp), (x,) + params, 8 * 1024 * 1024 * F32, 2 * 64 * 1024 * 1024 * 8
+        return inference(mlp), (x,) + params, 8 * 1024 * 1024 * F32, 2 * 64 * 1024 * 1024 * 8
     if name in ("gpt_tiny_infer", "gpt_tiny_train"):
         model = gpt_model(lib)
         idx = lib.randint(0, GPT_CFG["vocab"], (GPT_BATCH, GPT_CFG["ctx"]))
@@ -75,19 +76,31 @@ def workload(lib, name):
         flops = 2 * nparam * GPT_BATCH * GPT_CFG["ctx"]
         if name == "gpt_tiny_infer":
             model.eval()
-            return lib.no_grad()(lambda idx: gpt_logits(lib, model, idx)), (idx,), 0, flops
+            return inference(lambda idx: gpt_logits(lib, model, idx)), (idx,), 0, flops
         tgt = lib.randint(0, GPT_CFG["vocab"], (GPT_BATCH, GPT_CFG["ctx"]))
-        opt = lib.optim.AdamW(model.parameters(), lr=1e-4)
+        # kiln's AdamW computes its bias corrections as tensor ops (capturable) so that the whole
+        # step compiles into one graph; torch's CPU AdamW has no capturable mode (torch.compile
+        # traces the host-side step counter instead). zero_grad runs before the step, outside it
+        # (docs/compile.md, Training steps): same math in both libraries.
+        opt = lib.optim.AdamW(model.parameters(), lr=1e-4, **({"capturable": True} if lib.__name__ == "kiln" else {}))
 
         def step(idx, tgt):
             logits = gpt_logits(lib, model, idx)
             loss = F.cross_entropy(logits.view(-1, logits.shape[-1]), tgt.view(-1))
             loss.backward()
             opt.step()
-            opt.zero_grad()
             return loss
+        step.before_call = opt.zero_grad
         return step, (idx, tgt), 0, 3 * flops
     raise SystemExit(f"unknown workload {name}")
+
+
+def inference(fn):
+    """Marks fn to run under no_grad. The child applies no_grad around the (compiled) function:
+    inside a kiln-compiled function, no_grad around parameters that require grad is a graph break
+    (capture runs the rest in lazy segments), which torch.compile traces through."""
+    fn.no_grad = True
+    return fn
 
 
 def gpt_model(lib):
@@ -108,28 +121,59 @@ def gpt_logits(lib, m, idx):
     return m.head(m.lnf(x))
 
 
+def openblas_matmul():
+    """The matmul workload as one cblas_sgemm call into the OpenBLAS that kiln loaded (the same
+    library, kernel set and threads), on numpy arrays, into one preallocated output: the bar kiln's
+    matmul is held to (within 5%)."""
+    import ctypes
+    import numpy as np
+    import kiln  # noqa: F401  loads (and configures) the OpenBLAS kiln runs
+    blas = ctypes.CDLL("libopenblas.so.0")
+    n = 1024
+    a, b, c = (np.random.default_rng(i).standard_normal((n, n), dtype=np.float32) for i in range(3))
+    ptr = ctypes.c_void_p
+    row_major, no_trans = 101, 111
+
+    def sgemm(a, b):
+        blas.cblas_sgemm(row_major, no_trans, no_trans, n, n, n, ctypes.c_float(1), ptr(a.ctypes.data), n,
+                         ptr(b.ctypes.data), n, ctypes.c_float(0), ptr(c.ctypes.data), n)
+    return sgemm, (a, b), 0, 2 * n ** 3
+
+
 # ---------------------------------------------------------------- one measurement (a child process)
 def child(lib_name, name, mode, reps, first_only):
     if lib_name == "torch":
         import torch as lib
         lib.set_num_threads(os.cpu_count())
-    else:
+    elif lib_name == "kiln":
         import kiln as lib
-    lib.manual_seed(0)
-    fn, args, nbytes, flops = workload(lib, name)
-    if mode != "eager":  # "compile" (torch) or "compile:<backend>" (kiln)
+    if lib_name == "openblas":
+        fn, args, nbytes, flops = openblas_matmul()
+    else:
+        lib.manual_seed(0)
+        fn, args, nbytes, flops = workload(lib, name)
+    before = getattr(fn, "before_call", None)  # timed with the call (the training step's zero_grad)
+    no_grad = getattr(fn, "no_grad", False)
+    if mode.startswith("compile"):  # "compile" (torch) or "compile:<backend>" (kiln)
         fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=mode.split(":", 1)[1])
+    if no_grad:
+        fn = lib.no_grad()(fn)
+
+    def call():
+        if before:
+            before()
+        fn(*args)
     t0 = time.perf_counter()
-    fn(*args)
+    call()
     first_s = time.perf_counter() - t0
     out = dict(first_call_s=first_s)
     if not first_only:
         for _ in range(2):
-            fn(*args)
+            call()
         times = []
         for _ in range(reps):
             t0 = time.perf_counter()
-            fn(*args)
+            call()
             times.append(time.perf_counter() - t0)
         out.update(median_ms=1e3 * statistics.median(times), bytes=nbytes, flops=flops)
     print(json.dumps(out), flush=True)
@@ -215,10 +259,10 @@ def main():
     for name in names:
         reps = a.reps or ((3 if a.quick else 10) if name == "gpt_tiny_train" else (5 if a.quick else 20))
         results = {}
-        for lib_name, mode in modes:
+        for lib_name, mode in modes + ([("openblas", "direct")] if name == "matmul" else []):
             with tempfile.TemporaryDirectory() as cache:
                 r = run_child(lib_name, name, mode, reps, cache)
-                if mode != "eager" and "error" not in r:
+                if mode.startswith("compile") and "error" not in r:
                     r["warm_s"] = run_child(lib_name, name, mode, reps, cache, first_only=True).get("first_call_s")
             results[(lib_name, mode)] = r
         peer = [r["median_ms"] for (lib_name, _), r in results.items() if lib_name == "torch" and "median_ms" in r]
@@ -232,6 +276,9 @@ def main():
                 row["gflops"] = r["flops"] / s / 1e9 if r["flops"] else None
             rows.append(row)
             print(format_row(row), flush=True)
+        if name == "matmul" and all("median_ms" in results.get(k, {}) for k in [("kiln", "eager"), ("openblas", "direct")]):
+            print(f"matmul: kiln eager / OpenBLAS direct = "
+                  f"{results[('kiln', 'eager')]['median_ms'] / results[('openblas', 'direct')]['median_ms']:.3f}", flush=True)
     if a.markdown:
         with open(a.markdown, "w") as f:
             f.write(markdown(rows, bw, torch.__version__, a.quick))
