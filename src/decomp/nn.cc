@@ -10,17 +10,10 @@ using ops::Args;
 using ops::cast_to;
 using ops::num;
 
-// The p-norm over dims. Its gradient is 0 where the norm is 0 (as PyTorch's norm backward):
-// the root is taken of a stand-in 1 there, so no inf * 0 appears.
+// The p-norm over dims: kiln's norm (16-bit inputs accumulate in float32, as PyTorch's vector_norm:
+// the squares of float16 values above 256 would overflow; the gradient is 0 where the norm is 0).
 Tensor vector_norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
-  if (p == 0) return sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim);
-  Tensor ax = abs(x);
-  if (std::isinf(p)) return p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim);
-  if (p == 1) return sum(ax, dims, keepdim);
-  Tensor s = sum(p == 2 ? mul(x, x) : pow(ax, num(p)), dims, keepdim);
-  Tensor zero = eq(s, num(0));
-  Tensor safe = where(zero, num(1), s);
-  return where(zero, num(0), p == 2 ? sqrt(safe) : pow(safe, num(1 / p)));
+  return norm(x, Scalar(p), dims, keepdim);
 }
 
 // clamp_min(x, lo): NaN stays NaN, the gradient flows where x >= lo.
