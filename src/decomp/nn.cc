@@ -42,7 +42,10 @@ KILN_DECOMP(cosine_similarity) {
   KILN_CHECK(is_floating(common), "cosine_similarity: expected common dtype to be floating point, yet common dtype is ",
              name(common));
   const SymShape shape = ops::broadcast_shapes(a.tensor(0).sym_sizes(), a.tensor(1).sym_sizes());
-  Tensor x1 = expand(cast_to(a.tensor(0), common), shape), x2 = expand(cast_to(a.tensor(1), common), shape);
+  // As PyTorch: integer inputs convert to the common dtype, float inputs are normalized in their
+  // own (a bfloat16 input's unit vector rounds to bfloat16 before the product promotes).
+  auto prepare = [&](const Tensor& x) { return expand(is_floating(x.dtype()) ? x : cast_to(x, common), shape); };
+  Tensor x1 = prepare(a.tensor(0)), x2 = prepare(a.tensor(1));
   const int64_t dim = ops::wrap_dim(a.i64(2), int64_t(shape.size()));
   const double eps = a.f64(3);
   // As PyTorch: each input divided by its norm clamped at eps, the clamp invisible to autograd.

@@ -55,9 +55,15 @@ DIFFERENCES = [
      "deliberate: kiln's convolution requires the input's and the weight's dtypes to agree also for an empty input"),
     *[(op, "differ", r"output 1\b", _TIES) for op in ("kthvalue", "median_dim", "topk", "sort", "max_dim",
                                                       "min_dim", "cummax", "cummin")],
-    ("huber_loss", "differ", r"dtype (float32|float16|bfloat16) \(kiln\) != (bfloat16|float16)",
-     "deliberate: kiln's losses promote input and target (result_type: bfloat16 with float16 is float32, a 0-d "
-     "input takes a sized target's dtype); PyTorch's huber_loss returns the input's dtype"),
+    *[(op, "differ", r"dtype (float32|float16|bfloat16) \(kiln\) != (bfloat16|float16)",
+       "deliberate: kiln's losses promote input and target (result_type: bfloat16 with float16 is float32, a 0-d "
+       "input takes a sized target's dtype); PyTorch's returns the input's or the weights' dtype")
+      for op in ("huber_loss", "binary_cross_entropy_with_logits")],
+    ("binary_cross_entropy_with_logits", "torch_raises", r"can't be cast to the desired output type",
+     "deliberate: as the dtype row above: kiln promotes an integer target with the input; PyTorch refuses it"),
+    ("norm", "torch_raises", r"argument 'ord' must be Number, not NoneType",
+     "deliberate: kiln's norm follows torch.norm, where p=None is the 2-norm; the suite's PyTorch side calls "
+     "linalg.vector_norm, whose ord takes no None"),
     ("prod", "kiln_raises", r"appears more than once",
      "deliberate: torch.prod takes one dim; the suite's PyTorch adapter reduces a dim list one dim at a time and so "
      "accepts a repeated dim, which kiln refuses (as torch.sum does)"),
