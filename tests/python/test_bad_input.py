@@ -88,6 +88,19 @@ DIFFERENCES = [
     ("take_along_dim", "torch_raises", r"view size is not compatible",
      "deliberate: PyTorch's dim=None path views a non-contiguous input and fails; kiln flattens any layout"),
     ("group_norm", "torch_raises", r"HxW", "deliberate: kiln normalizes zero-size spatial dims to an empty result"),
+    ("*", "kiln_raises", r"in matmul: expected both operands to have the same dtype",
+     "deliberate: kiln's matmul (bmm, baddbmm, einsum) requires its operands' dtypes to agree, also for empty "
+     "operands; PyTorch skips the check for empty ones and einsum promotes"),
+    # Found after main's new op_db entries (the lead merges; owners as named):
+    ("*", "kiln_raises", r"argument 'stride' must be int\[\], not NoneType",
+     "known (ops.def schemas, src/decomp/pool.cc): PyTorch accepts None for an int[] defaulting to [] (pooling's "
+     "stride), as roll's dims now do: int[]? stride=[] and opt_ints in the pooling decompositions"),
+    ("flatten", "torch_raises", r"Dimension out of range",
+     "known (src/decomp/shape.cc): flatten of a 0-d tensor accepts dims other than 0 and -1"),
+    (r"full_like", "torch_raises", r"cannot be converted to type .* without overflow",
+     "known (src/decomp/creation.cc): an integer tensor filled with NaN or inf; PyTorch raises (use "
+     "ops::integer_scalar, as addcmul does)"),
+    ("pad", "torch_raises", r"cannot be converted to type .* without overflow", "known (src/decomp): as full_like"),
     ("batch_norm", "differ", r"Not equal to tolerance rtol=0\.001, atol=0\.001",
      "deliberate: kiln normalizes float16 in float32 and rounds once (docs/ops.md); PyTorch's CPU kernel for a "
      "non-contiguous float16 input with float16 statistics computes 1/sqrt(var + eps) and every step of "
@@ -283,8 +296,6 @@ def test_a_crash_fails_the_call_that_crashed_and_the_worker_restarts():
     "F.cosine_similarity(t([[900.0, -900.0, 500.0]], 'float16'), t([[800.0, 700.0, -600.0]], 'float16'))",
 ])
 def test_former_known_rows_agree_with_pytorch(call):
-    import types
-
     import numpy as np
     import torch
 
@@ -292,8 +303,7 @@ def test_former_known_rows_agree_with_pytorch(call):
     import kiln.nn.functional
 
     outcomes = []
-    for m, F in ((kiln, types.SimpleNamespace(**vars(kiln.nn.functional), mish=kiln.mish)),
-                 (torch, torch.nn.functional)):
+    for m, F in ((kiln, kiln.nn.functional), (torch, torch.nn.functional)):
         def t(values, dtype=None, m=m):
             return m.tensor(values, dtype=None if dtype is None else getattr(m, dtype))
         try:
