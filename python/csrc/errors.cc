@@ -5,8 +5,10 @@
 // arguments" and a dump of every overload, and a failed nb::cast with "std::bad_cast". Instead of
 // a hand check in every binding, kiln/_argerrors.py wraps each public function of kiln._C once, at
 // import, in a `_checked` object: it forwards the call unchanged (vectorcall, nothing allocated)
-// and, only when nanobind refused the arguments, asks _argerrors.explain for the promised message
-// (the function, the argument, what was given, what is accepted).
+// and, only when nanobind refused the arguments of this very call, asks _argerrors.explain for the
+// promised message (the function, the argument, what was given, what is accepted). An error from
+// inside the binding's body (a failed nb::cast there, a hook or callback raising nanobind's refusal
+// of another call) is not about this call's arguments and is never explained as if it were.
 #include <string>
 #include <typeinfo>
 
@@ -81,9 +83,10 @@ void set_kiln_error(const Error& e) {
   PyErr_SetObject(g_error_type, exc.ptr());
 }
 
-// What a failed nb::cast (a value of the wrong type or range where a binding converts it itself)
-// raises; a _checked wrapper replaces it by a message naming the function (_argerrors.py matches it).
-constexpr const char* kBadCast = "kiln: an argument has the wrong type or is out of range";
+// What a failed nb::cast inside a binding's body raises (a value of the wrong type or range where
+// the binding converts it itself: no argument conversion of nanobind's); a _checked wrapper puts
+// the function's name in front.
+constexpr const char* kBadCast = "a value converted inside the call has the wrong type or is out of range";
 
 // A nanobind function whose argument errors are explained (see the top of this file).
 struct Checked {
@@ -95,14 +98,32 @@ struct Checked {
   vectorcallfunc vectorcall;
 };
 
-// The call failed with a TypeError: replace it by explain's message if it is nanobind's.
+// nanobind's refusal of this call's own arguments: raised by its dispatcher before the body ran,
+// so it names this function, and no Python frame (a hook, a callback the body ran) has added a
+// traceback to it. A refusal of another call raised inside the body fails one of the two.
+bool refused_at_boundary(const Checked* c, const char* msg, PyObject* trace) {
+  if (trace) return false;
+  nb::object name = nb::steal(PyObject_GetAttrString(c->fn, "__name__"));
+  const char* n = name.is_valid() && PyUnicode_Check(name.ptr()) ? PyUnicode_AsUTF8(name.ptr()) : nullptr;
+  if (!n) return PyErr_Clear(), false;
+  const std::string expected = std::string(n) + "(): incompatible function arguments";
+  return strncmp(msg, expected.data(), expected.size()) == 0;
+}
+
+// The call failed with a TypeError: nanobind's refusal of its arguments gets explain's message,
+// a failed nb::cast in its body the function's name; anything else stands as raised.
 PyObject* explain_failure(Checked* c, PyObject* const* args, size_t nargsf, PyObject* kwnames) {
   PyObject *type, *value, *trace;
   PyErr_Fetch(&type, &value, &trace);
   PyErr_NormalizeException(&type, &value, &trace);
   nb::object text = nb::steal(value ? PyObject_Str(value) : nullptr);
   const char* msg = text.is_valid() ? PyUnicode_AsUTF8(text.ptr()) : nullptr;
-  if (!msg || (!strstr(msg, "incompatible function arguments") && strcmp(msg, kBadCast) != 0)) {
+  if (msg && strcmp(msg, kBadCast) == 0 && !trace) {
+    PyErr_Format(PyExc_TypeError, "%U(): %s", c->qualname, kBadCast);
+    Py_XDECREF(type), Py_XDECREF(value);
+    return nullptr;
+  }
+  if (!msg || !refused_at_boundary(c, msg, trace)) {
     PyErr_Clear();
     PyErr_Restore(type, value, trace);
     return nullptr;

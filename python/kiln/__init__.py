@@ -27,7 +27,7 @@ from ._C._ops import *  # noqa: F401,F403  every op: kiln.add, kiln.matmul, ...
 from ._creation import (zeros, ones, empty, full, rand, randn, randint, randperm, arange, linspace,
                         eye, zeros_like, ones_like, empty_like, full_like, rand_like, randn_like)
 from ._grad_mode import no_grad, enable_grad, inference_mode, autocast
-from ._ops_extra import unique, split, chunk, where, clamp, is_tensor, numel, isclose, allclose, equal
+from ._ops_extra import unique, split, chunk, where, clamp, sort, is_tensor, numel, isclose, allclose, equal
 from ._tensor_extras import add, sub, subtract, einsum, install as _install_tensor_extras  # noqa: E402
 _install_tensor_extras()
 from . import autograd, nn, optim, tile  # noqa: E402

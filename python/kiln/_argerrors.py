@@ -3,7 +3,8 @@
 nanobind refuses arguments that do not fit a C++ signature with "incompatible function
 arguments" and a dump of every overload. install() wraps each public function, method and
 property setter of kiln._C once, at import, in kiln._C._checked (see python/csrc/errors.cc): the
-call goes through unchanged, and only when nanobind refuses it does explain() build the message
+call goes through unchanged, and only when nanobind refuses its arguments (not when something
+inside the call fails) does explain() build the message
 every kiln argument error has: "fn(): argument 'arg' must be <accepted>, not <given>" (a
 TypeError), or a ValueError for a number of the right type out of the function's range.
 """
@@ -11,9 +12,6 @@ import builtins
 import re
 
 from . import _C
-
-# What a failed nb::cast inside a binding raises (errors.cc's kBadCast).
-_BAD_CAST = "kiln: an argument has the wrong type or is out of range"
 
 # nanobind's annotation -> (accepted, as words; a check of a value, None: cannot tell).
 _KINDS = {

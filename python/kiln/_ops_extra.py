@@ -22,15 +22,24 @@ def chunk(input, chunks, dim=0):
     return _ops.chunk(input, chunks, dim)
 
 
-def where(condition, input=None, other=None):
+_MISSING = object()  # where()'s input and other not given (None is a value: where(c, None) raises, as in torch)
+
+
+def where(condition, input=_MISSING, other=_MISSING):
     """where(condition, input, other); where(condition) is nonzero(as_tuple=True)."""
-    if input is None and other is None:
+    if input is _MISSING and other is _MISSING:
         return tuple(_ops.nonzero(condition).unbind(1))
-    if input is None or other is None:  # as torch: one of the two is not a call kiln has
-        missing = "input" if input is None else "other"
+    if input is _MISSING or other is _MISSING:  # as torch: one of the two is not a call kiln has
+        missing = "input" if input is _MISSING else "other"
         raise TypeError(f"where(): argument '{missing}' is missing: give both input and other, or neither "
                         "(where(condition) is nonzero(as_tuple=True))")
     return _ops.where(condition, input, other)
+
+
+def sort(input, dim=-1, descending=False, *, stable=True):
+    """sort; stable=None (PyTorch's schema: bool? stable) is accepted, and kiln's sort is always stable
+    (an order among ties PyTorch's unstable sort may also give). The C++ op keeps bool stable."""
+    return _ops.sort(input, dim, descending, stable=True if stable is None else stable)
 
 
 def clamp(input, min=None, max=None):
@@ -55,6 +64,7 @@ def numel(input):
 
 _C.Tensor.split = split
 _C.Tensor.clamp = clamp
+_C.Tensor.sort = sort
 _C.Tensor.unique = unique
 _C.Tensor.where = lambda self, condition, other: _ops.where(condition, self, other)
 _C.Tensor.type = lambda self, dtype=None: self.dtype if dtype is None else self.to(dtype)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "ops/dispatch.h"
+#include "ops/meta/meta_util.h"
 
 namespace kiln::decomp {
 namespace {
@@ -13,6 +14,12 @@ Tensor num(Scalar s) { return ops::scalar_to_tensor(s); }
 bool is_half(DType t) { return t == kFloat16 || t == kBFloat16; }
 Tensor up(const Tensor& x) { return is_half(x.dtype()) ? convert_element_type(x, kFloat32) : x; }
 Tensor down(const Tensor& y, DType dt) { return y.dtype() == dt ? y : convert_element_type(y, dt); }
+// The smooth activations (elu, gelu, softplus, mish) of an integer tensor: PyTorch has no kernel
+// for them, and the float result truncated to the integer dtype (gelu([3]) == [2]) is no answer.
+void check_floating(const Tensor& x, const char* op) {
+  KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", op,
+                  " needs a floating point tensor, got ", name(x.dtype()));
+}
 
 // where(x <= 0, 0, x): NaN propagates, and the gradient at 0 is 0 (as PyTorch's threshold_backward).
 KILN_DECOMP(relu) {
@@ -20,9 +27,16 @@ KILN_DECOMP(relu) {
   return {where(le(x, num(0)), num(0), x)};
 }
 
-// min/max with zero gradient on and outside the bounds (PyTorch's hardtanh_backward).
+// min/max with zero gradient on and outside the bounds (PyTorch's hardtanh_backward); a NaN bound
+// makes every element NaN, as in PyTorch. An integer tensor (no gradient) is clamped with the
+// bounds converted to int64 as PyTorch does (-1.5 -> -1; NaN, inf: an error), so the result keeps
+// its dtype, and clamp's rule for bounds past the dtype's range applies (uint8, min -1: 0).
 Tensor hardtanh_impl(const Tensor& x, Scalar lo, Scalar hi) {
-  KILN_CHECK(lo.to_double() <= hi.to_double(), "hardtanh: min_val (", lo, ") must not exceed max_val (", hi, ")");
+  KILN_CHECK(!(lo.to_double() > hi.to_double()), "hardtanh: min_val (", lo, ") must not exceed max_val (", hi, ")");
+  if (is_integral(x.dtype()))
+    return clamp(x, ops::integer_scalar("hardtanh", "min_val", lo, kInt64),
+                 ops::integer_scalar("hardtanh", "max_val", hi, kInt64));
+  if (std::isnan(lo.to_double()) || std::isnan(hi.to_double())) return where(num(true), num(NAN), x);
   return where(le(x, num(lo)), num(lo), where(ge(x, num(hi)), num(hi), x));
 }
 KILN_DECOMP(hardtanh) { return {hardtanh_impl(a.tensor(0), a.scalar(1), a.scalar(2))}; }
@@ -34,8 +48,7 @@ KILN_DECOMP(leaky_relu) {
 }
 
 Tensor elu_impl(const Tensor& x, double alpha, double scale) {
-  KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", "elu needs a floating point tensor, got ",
-                  name(x.dtype()));
+  check_floating(x, "elu");
   Tensor u = up(x);
   // expm1 of min(u, 0): for large u the unused branch's exp would be inf, and inf * 0 a NaN gradient.
   Tensor neg_part = mul(expm1(where(gt(u, num(0)), num(0), u)), num(alpha * scale));
@@ -50,6 +63,7 @@ KILN_DECOMP(selu) {
 
 KILN_DECOMP(gelu) {
   const Tensor& x = a.tensor(0);
+  check_floating(x, "gelu");
   const std::string& mode = a.str(1);
   KILN_CHECK_HINT(mode == "none" || mode == "tanh", "use approximate=\"none\" or \"tanh\"",
                   "gelu: unknown approximate mode \"", mode, "\"");
@@ -82,13 +96,13 @@ Tensor softplus_impl(const Tensor& u, double beta, double threshold) {
 }
 KILN_DECOMP(softplus) {
   const Tensor& x = a.tensor(0);
-  KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)",
-                  "softplus needs a floating point tensor, got ", name(x.dtype()));
+  check_floating(x, "softplus");
   return {down(softplus_impl(up(x), a.scalar(1).to_double(), a.scalar(2).to_double()), x.dtype())};
 }
 
 KILN_DECOMP(mish) {
   const Tensor& x = a.tensor(0);
+  check_floating(x, "mish");
   Tensor u = up(x);
   return {down(mul(u, tanh(softplus_impl(u, 1, 20))), x.dtype())};
 }

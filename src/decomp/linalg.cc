@@ -32,6 +32,10 @@ Tensor add_scaled(const char* op, const Tensor& self, const Tensor& prod, Scalar
              " does not broadcast to the product's shape ", shape_str(prod.sym_sizes()));
   KILN_CHECK_HINT(self.dtype() == prod.dtype(), "convert self to the matrices' dtype", op, ": self dtype ",
                   name(self.dtype()), " differs from the matrices' dtype ", name(prod.dtype()));
+  if (is_integral(prod.dtype())) {  // PyTorch converts the factors to the integer dtype (0.5 -> 0): no promotion
+    beta = ops::integer_scalar(op, "beta", beta, prod.dtype());
+    alpha = ops::integer_scalar(op, "alpha", alpha, prod.dtype());
+  }
   Tensor p = alpha.to_double() == 1.0 ? prod : mul(prod, num(alpha));
   if (beta.to_double() == 0.0) return p;
   Tensor s = beta.to_double() == 1.0 ? self : mul(self, num(beta));

@@ -10,17 +10,10 @@ using ops::Args;
 using ops::cast_to;
 using ops::num;
 
-// The p-norm over dims. Its gradient is 0 where the norm is 0 (as PyTorch's norm backward):
-// the root is taken of a stand-in 1 there, so no inf * 0 appears.
+// The p-norm over dims: kiln's norm (16-bit inputs accumulate in float32, as PyTorch's vector_norm:
+// the squares of float16 values above 256 would overflow; the gradient is 0 where the norm is 0).
 Tensor vector_norm(const Tensor& x, double p, const std::vector<int64_t>& dims, bool keepdim) {
-  if (p == 0) return sum(convert_element_type(ne(x, num(0)), x.dtype()), dims, keepdim);
-  Tensor ax = abs(x);
-  if (std::isinf(p)) return p > 0 ? amax(ax, dims, keepdim) : amin(ax, dims, keepdim);
-  if (p == 1) return sum(ax, dims, keepdim);
-  Tensor s = sum(p == 2 ? mul(x, x) : pow(ax, num(p)), dims, keepdim);
-  Tensor zero = eq(s, num(0));
-  Tensor safe = where(zero, num(1), s);
-  return where(zero, num(0), p == 2 ? sqrt(safe) : pow(safe, num(1 / p)));
+  return norm(x, Scalar(p), dims, keepdim);
 }
 
 // clamp_min(x, lo): NaN stays NaN, the gradient flows where x >= lo.
@@ -49,7 +42,10 @@ KILN_DECOMP(cosine_similarity) {
   KILN_CHECK(is_floating(common), "cosine_similarity: expected common dtype to be floating point, yet common dtype is ",
              name(common));
   const SymShape shape = ops::broadcast_shapes(a.tensor(0).sym_sizes(), a.tensor(1).sym_sizes());
-  Tensor x1 = expand(cast_to(a.tensor(0), common), shape), x2 = expand(cast_to(a.tensor(1), common), shape);
+  // As PyTorch: integer inputs convert to the common dtype, float inputs are normalized in their
+  // own (a bfloat16 input's unit vector rounds to bfloat16 before the product promotes).
+  auto prepare = [&](const Tensor& x) { return expand(is_floating(x.dtype()) ? x : cast_to(x, common), shape); };
+  Tensor x1 = prepare(a.tensor(0)), x2 = prepare(a.tensor(1));
   const int64_t dim = ops::wrap_dim(a.i64(2), int64_t(shape.size()));
   const double eps = a.f64(3);
   // As PyTorch: each input divided by its norm clamped at eps, the clamp invisible to autograd.

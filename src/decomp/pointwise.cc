@@ -1,5 +1,6 @@
 // Pointwise composites (clamp, lerp, addcmul, logit, xlogy, nan_to_num, masked_fill, dropout, ...),
 // decomposed into elementwise prims.
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -12,9 +13,24 @@ using ops::Args;
 
 Tensor num(Scalar s) { return ops::scalar_to_tensor(s); }
 
+// An int bound of an integer tensor, as PyTorch: past the dtype's range on its own side it clamps
+// nothing (it moves to the range's end: min -1 of a uint8 tensor is 0, not 255); a min above the
+// range or a max below it would clamp everything to a value the dtype lacks, and is an error.
+std::optional<Scalar> fit_bound(const Tensor& x, std::optional<Scalar> b, bool is_min) {
+  if (!b || !b->is_int() || !is_integral(x.dtype())) return b;
+  const auto [lo, hi] = ops::int_range(x.dtype());
+  const int64_t v = b->to_int();
+  KILN_CHECK_HINT(is_min ? v <= hi : v >= lo, "pass a bound in the tensor's range, or convert the tensor",
+                  "clamp: ", is_min ? "min" : "max", " = ", v, " is outside the range of ", name(x.dtype()), " [", lo,
+                  ", ", hi, "]");
+  return Scalar(std::clamp(v, lo, hi));
+}
+
 // Gradient 1 on [lo, hi] inclusive (PyTorch's clamp_backward); NaN propagates; lo > hi gives hi.
 Tensor clamp_impl(const Tensor& x, std::optional<Scalar> lo, std::optional<Scalar> hi) {
   KILN_CHECK_HINT(lo || hi, "pass min, max or both", "clamp: at least one of min and max must be given");
+  lo = fit_bound(x, lo, true);
+  hi = fit_bound(x, hi, false);
   // A NaN bound makes every element NaN, as in PyTorch (no comparison with NaN is ever true).
   auto is_nan = [](const Scalar& s) { return s.is_float() && std::isnan(s.to_double()); };
   Tensor y = x;
@@ -44,6 +60,9 @@ KILN_DECOMP(lerp) {
 KILN_DECOMP(addcmul) {
   const Tensor &self = a.tensor(0), &t1 = a.tensor(1), &t2 = a.tensor(2);
   Scalar v = a.scalar(3);
+  // On integers PyTorch converts the value to the result's dtype (2.5 -> 2): it never promotes.
+  const DType dt = result_type({self, t1, t2});
+  if (is_integral(dt)) v = ops::integer_scalar("addcmul", "value", v, dt);
   Tensor prod = mul(t1, t2);
   return {add(self, v == Scalar(1) ? prod : mul(prod, num(v)))};
 }
@@ -109,13 +128,11 @@ KILN_DECOMP(masked_fill) {
   const Tensor &self = a.tensor(0), &mask = a.tensor(1);
   KILN_CHECK_HINT(mask.dtype() == kBool, "compare first, e.g. x.masked_fill(x < 0, 0)",
                   "masked_fill: the mask must be a bool tensor, got ", name(mask.dtype()));
-  KILN_CHECK_HINT(ops::broadcast_shapes(self.sym_sizes(), mask.sym_sizes()) == self.sym_sizes(),
-                  "the mask must broadcast to the tensor's shape", "masked_fill: mask of shape ",
-                  shape_str(mask.sym_sizes()), " does not broadcast to ", shape_str(self.sym_sizes()));
   Scalar v = a.scalar(2);
   KILN_CHECK_HINT(is_floating(self.dtype()) || !v.is_float(), "convert the tensor to a float dtype first",
                   "masked_fill: cannot fill a ", name(self.dtype()), " tensor with the float value ", v);
-  // The value takes self's dtype (a 0-d tensor of it does not promote).
+  // The value takes self's dtype (a 0-d tensor of it does not promote). Out of place, self and the
+  // mask broadcast together, as in PyTorch; masked_fill_ then refuses a result larger than self.
   return {where(mask, scalar_tensor(v, self.dtype()), self)};
 }
 

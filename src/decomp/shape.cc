@@ -214,7 +214,7 @@ Tensor roll_dim(const Tensor& x, int64_t shift, int64_t d) {
 KILN_DECOMP(roll) {
   const Tensor& x = a.tensor(0);
   const std::vector<int64_t>& shifts = a.ints(1);
-  const std::vector<int64_t>& dims = a.ints(2);
+  const std::vector<int64_t> dims = a.opt_ints(2).value_or(std::vector<int64_t>{});  // None: [], as PyTorch
   if (dims.empty()) {
     KILN_CHECK(shifts.size() == 1, "roll: without dims, exactly one shift is expected, got ", shifts.size());
     return {reshape(roll_dim(reshape(x, {-1}), shifts[0], 0), x.sym_sizes())};

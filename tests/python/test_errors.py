@@ -248,3 +248,20 @@ def test_wrapped_functions_keep_their_names_and_docs():
     assert x.size(1) == 3 and x.size() == (2, 3) and kiln.Tensor.size(x, 0) == 2
     bound = x.dim
     assert bound() == 2
+
+
+def test_only_a_calls_own_arguments_are_explained_as_argument_errors():
+    """errors.cc explains nanobind's refusal of a call's own arguments; an error from inside the
+    call stands as raised (a hook that backward() runs refusing another call's arguments), or says
+    it happened inside the call (a value the binding converts itself), and neither is reported as
+    a fault of the arguments the call was given."""
+    w = kiln.randn(3, requires_grad=True)
+    w.register_hook(lambda g: kiln._C._checked(1))  # a private binding: nanobind's own refusal
+    with pytest.raises(TypeError) as e:
+        (w * 2).sum().backward()
+    assert str(e.value).startswith("_checked(): incompatible function arguments"), str(e.value)
+    opt = kiln.optim.SGD([knn.Parameter(kiln.zeros(2))], lr=0.1)
+    with pytest.raises(TypeError) as e:
+        opt._impl.load_state_dict({1: kiln.zeros(2)})  # a key the binding casts to str itself
+    assert str(e.value) == ("_Optimizer.load_state_dict(): a value converted inside the call has the wrong type "
+                            "or is out of range"), str(e.value)

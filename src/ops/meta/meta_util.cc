@@ -1,6 +1,8 @@
 #include "ops/meta/meta_util.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 namespace kiln::ops {
 
@@ -68,6 +70,33 @@ SymShape reduced_shape(const SymShape& in, const std::vector<int64_t>& dims, boo
     else if (keepdim) out.push_back(1);
   }
   return out;
+}
+
+std::pair<int64_t, int64_t> int_range(DType t) {
+  switch (t) {
+    case kBool: return {0, 1};
+    case kUInt8: return {0, 255};
+    case kInt8: return {-128, 127};
+    case kInt16: return {-32768, 32767};
+    case kInt32: return {std::numeric_limits<int32_t>::min(), std::numeric_limits<int32_t>::max()};
+    default: return {std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max()};
+  }
+}
+
+Scalar integer_scalar(const char* op, const char* arg, const Scalar& v, DType t) {
+  if (v.is_bool()) return v;
+  const auto [lo, hi] = int_range(t);
+  bool fits;
+  if (v.is_float()) {  // truncated toward zero; 2^63 and above do not fit int64
+    const double d = v.to_double();
+    fits = std::isfinite(d) && d >= double(lo) && d <= double(hi) && d < 9223372036854775808.0;
+  } else {  // an unsigned dtype also takes -hi..-1, which wrap
+    const int64_t i = v.to_int();
+    fits = i <= hi && (i >= lo || (lo == 0 && i >= -hi));
+  }
+  KILN_CHECK_HINT(fits, "an integer tensor takes numbers in its dtype's range (NaN and inf are none)", op, ": ", arg,
+                  " = ", v, " cannot be converted to ", name(t), " without overflow");
+  return Scalar(v.to_int());
 }
 
 }  // namespace kiln::ops

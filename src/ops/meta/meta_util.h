@@ -51,4 +51,10 @@ namespace kiln::ops {
 SymShape infer_size(const SymShape& requested, const SymInt& numel);
 // Strides that let a tensor (sizes, strides) be viewed with new_sizes without a copy, if any.
 std::optional<SymShape> view_strides(const SymShape& sizes, const SymShape& strides, const SymShape& new_sizes);
+// The smallest and largest value of an integer dtype (bool: 0 and 1).
+std::pair<int64_t, int64_t> int_range(DType t);
+// A number argument of an op computing in the integer dtype t, as PyTorch converts it
+// (Scalar::to<T>): a float truncates toward zero, and NaN, inf or a value out of t's range is an
+// error naming op and arg; a negative int may wrap into an unsigned t (-1 -> 255), as in PyTorch.
+Scalar integer_scalar(const char* op, const char* arg, const Scalar& v, DType t);
 }  // namespace kiln::ops

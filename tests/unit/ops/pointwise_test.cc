@@ -195,7 +195,12 @@ TEST(Pointwise, MaskedFill) {
   EXPECT_EQ(masked_fill(i, mi, 9).to_vector<int64_t>(), (std::vector<int64_t>{1, 9, 3}));
   EXPECT_THROW(masked_fill(i, mi, 1.5), Error);
   EXPECT_THROW(masked_fill(i, tensor<int64_t>({0, 1, 0}), 1), Error);
-  EXPECT_THROW(masked_fill(zeros({3}), zeros({2, 3}, kBool), 1), Error);
+  // Out of place, self broadcasts to the mask's shape (PyTorch's rule); in place it cannot grow.
+  Tensor grown = masked_fill(zeros({3}), tensor<bool>({true, false}, {2, 1}), 1);
+  EXPECT_EQ(grown.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(grown.to_vector<double>(), (std::vector<double>{1, 1, 1, 0, 0, 0}));
+  Tensor small = zeros({3});
+  EXPECT_THROW(small.masked_fill_(zeros({2, 3}, kBool), 1), Error);
   Tensor f = zeros({2, 2});
   f.masked_fill_(tensor<bool>({true, false}, {2, 1}), 3.0);
   expect_close(f, {3, 3, 0, 0}, 0, 0);
