@@ -230,10 +230,12 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
     KILN_CHECK(names.insert(entry_name(p)).second, "tile: two kernels named ", p.name, " in one compile group");
     if (print_here) printed += print(p);
   }
-  // The parts depend on the compile jobs too.
+  // Only a group big enough to split is worth an entry (a small one re-runs its passes and
+  // emitter in a few ms, cheaper than the entry's write). The parts depend on the jobs too.
+  const bool keep = printed.size() >= kPartIrBytes;
   const std::string entry = cache_key(passes + "\n" + std::to_string(compile_jobs()) + "\n" + printed) + ".group";
   std::optional<Layout> cached;
-  if (auto bytes = runtime::cache::get(kGroupNamespace, entry)) {
+  if (auto bytes = keep ? runtime::cache::get(kGroupNamespace, entry) : std::nullopt) {
     cached = Layout::parse(*bytes, programs.size());
     if (!cached) {
       KILN_LOG(cache) << "the cached kernel group " << entry << " does not parse; removed, it is rebuilt";
@@ -242,7 +244,7 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
   }
   // The passes change no parameter or meta-parameter (a hit takes them from the programs as given).
   const Layout l = cached ? std::move(*cached) : layout(programs, passes);
-  if (!cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
+  if (keep && !cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
   auto sources = std::make_shared<std::vector<std::string>>(l.sources);
   std::vector<std::shared_ptr<Kernel::Data>> data;
   std::vector<std::string> symbols;
