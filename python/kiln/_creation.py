@@ -7,12 +7,25 @@ from . import _C
 _ops = _C._ops
 
 
-def _sizes(size, fn):
+def _sizes(size, fn, size_kw=None):
+    """The size of a factory call: varargs, one sequence, or the size= keyword (as torch)."""
+    if size_kw is not None:
+        if size:
+            raise TypeError(f"{fn}(): size given both positionally and as size=")
+        size = (size_kw,)
     if not size:  # as torch: zeros() is an error; zeros(()) and zeros([]) are 0-d
         raise TypeError(f'{fn}() missing 1 required positional arguments: "size"')
     if len(size) == 1 and isinstance(size[0], (list, tuple)):
         return tuple(size[0])
     return tuple(size)
+
+
+def _size_kw(fn, kwargs):
+    """size= (the one keyword a varargs-size factory takes besides dtype, device, requires_grad)."""
+    extra = set(kwargs) - {"size"}
+    if extra:
+        raise TypeError(f"{fn}() got an unexpected keyword argument '{sorted(extra)[0]}'")
+    return kwargs.get("size")
 
 
 def _finish(t, requires_grad):
@@ -21,35 +34,56 @@ def _finish(t, requires_grad):
     return t
 
 
-def zeros(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.zeros(_sizes(size, "zeros"), dtype=dtype, device=device), requires_grad)
+def zeros(*size, dtype=None, device=None, requires_grad=False, **size_kw):
+    return _finish(_ops.zeros(_sizes(size, "zeros", _size_kw("zeros", size_kw)), dtype=dtype, device=device),
+                   requires_grad)
 
 
-def ones(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.ones(_sizes(size, "ones"), dtype=dtype, device=device), requires_grad)
+def ones(*size, dtype=None, device=None, requires_grad=False, **size_kw):
+    return _finish(_ops.ones(_sizes(size, "ones", _size_kw("ones", size_kw)), dtype=dtype, device=device),
+                   requires_grad)
 
 
-def empty(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.empty(_sizes(size, "empty"), dtype=dtype, device=device), requires_grad)
+def empty(*size, dtype=None, device=None, requires_grad=False, **size_kw):
+    return _finish(_ops.empty(_sizes(size, "empty", _size_kw("empty", size_kw)), dtype=dtype, device=device),
+                   requires_grad)
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _finish(_ops.full(size, fill_value, dtype=dtype, device=device), requires_grad)
 
 
-def rand(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.rand(_sizes(size, "rand"), dtype=dtype, device=device), requires_grad)
+def rand(*size, dtype=None, device=None, requires_grad=False, **size_kw):
+    return _finish(_ops.rand(_sizes(size, "rand", _size_kw("rand", size_kw)), dtype=dtype, device=device),
+                   requires_grad)
 
 
-def randn(*size, dtype=None, device=None, requires_grad=False):
-    return _finish(_ops.randn(_sizes(size, "randn"), dtype=dtype, device=device), requires_grad)
+def randn(*size, dtype=None, device=None, requires_grad=False, **size_kw):
+    return _finish(_ops.randn(_sizes(size, "randn", _size_kw("randn", size_kw)), dtype=dtype, device=device),
+                   requires_grad)
 
 
-def randint(low, high=None, size=None, *, dtype=None, device=None):
-    """randint(high, size) or randint(low, high, size), as torch.randint."""
-    if size is None:
-        low, high, size = 0, low, high
-    return _ops.randint(low, high, size, dtype=dtype, device=device)
+def randint(*args, low=None, high=None, size=None, generator=None, dtype=None, device=None, requires_grad=False):
+    """randint(high, size) or randint(low, high, size), each bound and the size positional or
+    keyword (randint(10, size=(3,)), randint(low=2, high=5, size=(4,))), as torch.randint."""
+    args = list(args)
+    if size is None and args and isinstance(args[-1], (list, tuple)):
+        size = args.pop()
+    if len(args) == 2:
+        low, high = args
+    elif len(args) == 1:
+        if high is None:
+            high = args[0]
+        else:
+            low = args[0]
+    elif len(args) > 2:
+        raise TypeError("randint(): expected randint(high, size) or randint(low, high, size)")
+    if high is None or size is None:
+        raise TypeError("randint(): high and size must be given (randint(high, size) or randint(low, high, size))")
+    if generator is not None:
+        raise NotImplementedError("randint(): generator= is not supported; use kiln.manual_seed")
+    return _finish(_ops.randint(0 if low is None else low, high, tuple(size), dtype=dtype, device=device),
+                   requires_grad)
 
 
 def randperm(n, *, dtype=None, device=None):

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 
+#include "inductor/lower/lower.h"
 #include "tile/builder.h"
 #include "tile/prims.h"
 
@@ -21,6 +22,9 @@ namespace kiln::inductor {
 namespace {
 
 using tile::Val;
+
+// The longest row (static) a reduction keeps in one block: loaded once for all its stages.
+constexpr int64_t kPersistentRow = 4096;
 
 int64_t pow2_at_least(int64_t v) {
   int64_t p = 1;
@@ -59,27 +63,6 @@ ExprPtr coefficient(const ExprPtr& e, const ExprPtr& v) {
     out = sym::add(out, sym::mul(sym::constant(t.coeff), q));
   }
   return out;
-}
-
-// e with the symbols of `with` replaced (rebuilt through sym's constructors, so it simplifies).
-ExprPtr substitute(const ExprPtr& e, const std::map<ExprPtr, ExprPtr>& with) {
-  if (e->kind == sym::Kind::Symbol) {
-    auto it = with.find(e);
-    return it == with.end() ? e : it->second;
-  }
-  if (e->args.empty()) return e;
-  std::vector<ExprPtr> a;
-  for (const ExprPtr& x : e->args) a.push_back(substitute(x, with));
-  ExprPtr r = a[0];
-  switch (e->kind) {
-    case sym::Kind::Add: for (size_t i = 1; i < a.size(); ++i) r = sym::add(r, a[i]); return r;
-    case sym::Kind::Mul: for (size_t i = 1; i < a.size(); ++i) r = sym::mul(r, a[i]); return r;
-    case sym::Kind::FloorDiv: return sym::floordiv(a[0], a[1]);
-    case sym::Kind::Mod: return sym::mod(a[0], a[1]);
-    case sym::Kind::Min: return sym::min(a[0], a[1]);
-    case sym::Kind::Max: return sym::max(a[0], a[1]);
-    default: return e;
-  }
 }
 
 // Dim collapsing: adjacent index variables merge into one when every index expression of the
@@ -161,7 +144,6 @@ class Emitter {
   }
 
   GeneratedKernel run() {
-    const Buffer& out = p_.buffers[size_t(n_.outputs[0])];
     // Parameters: the output, the buffers the body loads, then the size symbols.
     std::set<int> loaded;
     std::set<std::string> sizes;
@@ -199,15 +181,22 @@ class Emitter {
     xvars_ = x.vars, xranges_ = x.ranges, rvars_ = r.vars, rranges_ = r.ranges;
     const ExprPtr xnumel = product(n_.ranges);
     int64_t xblock;
-    if (n_.kind == NodeKind::Pointwise) {
+    if (n_.kind == NodeKind::Pointwise && xvars_.size() > 1) {
+      k.grid = tiled_pointwise();
+    } else if (n_.kind == NodeKind::Pointwise) {
       xblock = block_for(n_.ranges, 1024);
       pointwise(b_.constexpr_int("XBLOCK", xblock));
     } else {
-      const int64_t rblock = block_for(n_.reduction_ranges, 1024);
-      xblock = block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
-      reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
+      // Persistent when the row fits in a block: loaded once, every stage computes on it.
+      int64_t rnumel = 0;
+      const bool persistent = sym::is_const(product(n_.reduction_ranges), &rnumel) && rnumel > 0 && rnumel <= kPersistentRow;
+      const int64_t rblock = persistent ? pow2_at_least(rnumel) : block_for(n_.reduction_ranges, 1024);
+      // A looped row group reads each row once per stage: one row per program keeps it in cache.
+      const bool one_row = !persistent && n_.stages.size() > 1;
+      xblock = one_row ? 1 : block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
+      reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), persistent);
     }
-    k.grid = sym::floordiv(sym::add(xnumel, sym::constant(xblock - 1)), sym::constant(xblock));
+    if (!k.grid) k.grid = cdiv(xnumel, xblock);
     k.program = b_.finish();
     return k;
   }
@@ -252,41 +241,114 @@ class Emitter {
     }
   }
 
-  void reduction(int64_t xblock, int64_t rblock, const Buffer& out) {
+  // A reduction, or a row group's stages in order (Node::stages), over XBLOCK rows ([XBLOCK, 1])
+  // per program. Persistent: the row is one [1, RBLOCK] block, loaded once for all stages.
+  // Looped: each reduction loops over the row in blocks of RBLOCK, combining into an [XBLOCK,
+  // RBLOCK] accumulator reduced along axis 1 at the end; the epilogues per element loop once more.
+  // A row's values (reductions, epilogues per row) stay in registers for the later stages.
+  // A pointwise node whose index space does not collapse to one dim (a broadcast operand, a
+  // strided view): blocks of [YBLOCK, XBLOCK] over (the outer dims flattened, the innermost dim),
+  // so the innermost index is the block's lane (no div/mod per element: a contiguous, vectorized
+  // inner loop) and the outer dims split once per row. Returns the grid.
+  ExprPtr tiled_pointwise() {
+    const SymShape outer(xranges_.begin(), xranges_.end() - 1);
+    const SymShape inner = {xranges_.back()};
+    const std::vector<ExprPtr> outer_vars(xvars_.begin(), xvars_.end() - 1);
+    const int64_t xblock = b_.constexpr_int("XBLOCK", block_for(inner, 1024));
+    const int64_t yblock = b_.constexpr_int("YBLOCK", block_for(outer, std::max<int64_t>(1, 1024 / xblock)));
+    const ExprPtr xprograms = cdiv(product(inner), xblock);
+    Val pid = b_.program_id(0).to(kInt64), xp = expr(xprograms);
+    Val ylin = (b_.floor_divide(pid, xp) * yblock + b_.arange(0, yblock).to(kInt64)).expand_dims(1);
+    Val xlin = ((pid % xp) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(0);
+    if (needs_mask(outer, yblock)) mask_ = ylin < expr(product(outer));
+    if (needs_mask(inner, xblock)) mask_ = mask_.defined() ? mask_ & (xlin < expr(product(inner))) : xlin < expr(product(inner));
+    bind_vars(ylin, outer_vars, outer);
+    vars_[xvars_.back()] = xlin;
+    for (size_t i = 0; i < n_.bodies.size(); ++i) {
+      const int o = n_.outputs[i];
+      const Buffer& out = p_.buffers[size_t(o)];
+      store(o, index(offset_of(n_.vars, out.strides)), value(n_.bodies[i]).to(out.dtype), mask_);
+    }
+    return sym::mul(cdiv(product(outer), yblock), xprograms);
+  }
+
+  static ExprPtr cdiv(const ExprPtr& n, int64_t block) {
+    return sym::floordiv(sym::add(n, sym::constant(block - 1)), sym::constant(block));
+  }
+
+  void reduction(int64_t xblock, int64_t rblock, bool persistent) {
     Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
-    Val xmask;
-    if (needs_mask(n_.ranges, xblock)) xmask = xlin < expr(product(n_.ranges));
+    if (needs_mask(n_.ranges, xblock)) xmask_ = xlin < expr(product(n_.ranges));
     const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
     bind_vars(xlin, xvars_, xranges_);
-    const DType acc = n_.bodies[0]->dtype;
-    const kiln::Scalar init = identity(n_.reduce, acc);
-    const ExprPtr rnumel = product(n_.reduction_ranges);
-    Val rn = expr(rnumel);
-    Val acc0 = b_.full({xblock, rblock}, init, acc);
-    auto outer_vars = vars_;
-    auto outer_exprs = exprs_;
-    std::vector<Val> res = b_.for_loop(0, rn, rblock, {acc0}, [&](Val iv, const std::vector<Val>& carried) {
-      // Values of the loop body live in its region: start from what the kernel scope defined.
-      vars_ = outer_vars;
-      exprs_ = outer_exprs;
-      values_.clear();
+    Val rn = expr(product(n_.reduction_ranges));
+    auto stage = [&](size_t i) { return n_.stages.empty() ? std::optional(n_.reduce) : n_.stages[i]; };
+    auto rows = [&](Val iv) {  // the reduction variables of the block starting at iv
       Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
-      mask_ = rmasked ? (xmask.defined() ? xmask & (rlin < rn) : rlin < rn) : xmask;
+      mask_ = rmasked ? (xmask_.defined() ? xmask_ & (rlin < rn) : rlin < rn) : xmask_;
       bind_vars(rlin, rvars_, rranges_);
-      Val v = value(n_.bodies[0]);
-      if (rmasked) v = b_.where(mask_, v, Operand(init));  // (masked-off outputs are never stored)
+    };
+    auto reduced = [&](size_t i, tile::ReduceKind k, Val v) {  // v's block, masked lanes at the identity
+      const DType acc = n_.bodies[i]->dtype;
+      if (rmasked) v = b_.where(mask_, v, Operand(identity(k, acc)));
       v = v.to(acc);
-      ops::OpId combine = n_.reduce == tile::ReduceKind::Sum    ? ops::OpId::add
-                          : n_.reduce == tile::ReduceKind::Prod ? ops::OpId::mul
-                          : n_.reduce == tile::ReduceKind::Max  ? ops::OpId::maximum
-                                                                : ops::OpId::minimum;
-      return std::vector<Val>{b_.call(combine, {carried[0], v}).to(acc)};
-    });
-    Val r = b_.reduce(n_.reduce, res[0], 1).expand_dims(1).to(out.dtype);
-    vars_ = outer_vars;
-    exprs_ = outer_exprs;
-    store(n_.outputs[0], index(offset_of(n_.vars, out.strides)), r, xmask);
+      return v.shape() == std::vector<int64_t>{xblock, rblock} ? v : v.broadcast_to({xblock, rblock});
+    };
+    auto store_body = [&](size_t i, const Val& v) {
+      const int o = n_.outputs[i];
+      const bool row = per_row(p_, n_, i);
+      const Val stored = v.to(p_.buffers[size_t(o)].dtype);
+      if (row) row_values_[o] = stored;
+      store(o, index(row_offset(p_, n_, o)), stored, row ? xmask_ : mask_);
+    };
+    if (persistent) rows(b_.constant(kiln::Scalar(int64_t(0)), kInt64));
+    for (size_t i = 0; i < n_.bodies.size(); ++i) {
+      const std::optional<tile::ReduceKind> k = stage(i);
+      if (persistent) {
+        if (k) store_body(i, b_.reduce(*k, reduced(i, *k, value(n_.bodies[i])), 1).expand_dims(1));
+        else store_body(i, value(n_.bodies[i]));
+      } else if (k) {
+        const DType acc = n_.bodies[i]->dtype;
+        Val acc0 = b_.full({xblock, rblock}, identity(*k, acc), acc);
+        std::vector<Val> res = b_.for_loop(0, rn, rblock, {acc0}, [&](Val iv, const std::vector<Val>& carried) {
+          Scope inner(*this);
+          rows(iv);
+          return std::vector<Val>{b_.call(combine_op(*k), {carried[0], reduced(i, *k, value(n_.bodies[i]))}).to(acc)};
+        });
+        store_body(i, b_.reduce(*k, res[0], 1).expand_dims(1));
+      } else if (per_row(p_, n_, i)) {
+        mask_ = xmask_;
+        store_body(i, value(n_.bodies[i]));
+      } else {  // this and the next epilogues per element: one more pass over the row
+        size_t end = i;
+        while (end < n_.bodies.size() && !stage(end) && !per_row(p_, n_, end)) ++end;
+        b_.for_loop(0, rn, rblock, {}, [&](Val iv, const std::vector<Val>&) {
+          Scope inner(*this);
+          rows(iv);
+          for (size_t j = i; j < end; ++j) store_body(j, value(n_.bodies[j]));
+          return std::vector<Val>{};
+        });
+        i = end - 1;
+      }
+    }
   }
+
+  static ops::OpId combine_op(tile::ReduceKind k) {
+    return k == tile::ReduceKind::Sum    ? ops::OpId::add
+           : k == tile::ReduceKind::Prod ? ops::OpId::mul
+           : k == tile::ReduceKind::Max  ? ops::OpId::maximum
+                                         : ops::OpId::minimum;
+  }
+
+  // Values built inside a loop's region live there: the scope restores what the kernel defined.
+  struct Scope {
+    Emitter& e;
+    std::map<ExprPtr, Val> vars, exprs;
+    std::map<const Value*, Val> values;
+    Val mask;
+    explicit Scope(Emitter& em) : e(em), vars(em.vars_), exprs(em.exprs_), values(em.values_), mask(em.mask_) {}
+    ~Scope() { e.vars_ = vars, e.exprs_ = exprs, e.values_ = values, e.mask_ = mask; }
+  };
 
   using Operand = tile::Operand;
 
@@ -354,9 +416,21 @@ class Emitter {
     if (it != values_.end()) return it->second;
     Val v;
     switch (x->kind) {
-      case ValueKind::Load:
-        v = mask_.defined() ? b_.load(ptrs_.at(x->buffer) + index(x->index), mask_) : b_.load(ptrs_.at(x->buffer) + index(x->index));
+      case ValueKind::Load: {
+        auto row = row_values_.find(x->buffer);
+        if (row != row_values_.end()) {  // an earlier stage's value of this row (fusion.cc checked the index)
+          v = row->second;
+          break;
+        }
+        const ExprPtr e = substitute(x->index, subst_);
+        const Val at = expr(e);
+        // A load the reduction variables do not move needs only the rows' mask (and is one per row).
+        bool moves = rvars_.empty();
+        for (const ExprPtr& r : rvars_) moves |= contains(e, r);
+        const Val m = moves ? mask_ : xmask_;
+        v = m.defined() ? b_.load(ptrs_.at(x->buffer) + at, m) : b_.load(ptrs_.at(x->buffer) + at);
         break;
+      }
       case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
       case ValueKind::Index: v = index(x->index).to(x->dtype); break;
       case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
@@ -377,7 +451,8 @@ class Emitter {
   std::map<std::string, Val> symbols_;
   std::map<ExprPtr, Val> vars_, exprs_;
   std::map<const Value*, Val> values_;
-  Val mask_;
+  Val mask_, xmask_;                    // the lanes in range; reductions: xmask_, the rows'
+  std::map<int, Val> row_values_;       // row groups: per buffer, a row's value in registers
   std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones
   std::vector<ExprPtr> xvars_, rvars_;
   SymShape xranges_, rranges_;

@@ -226,7 +226,9 @@ std::string print(const Program& p) {
       BodyPrinter bp(p, os);
       for (size_t i = 0; i < n.bodies.size(); ++i) {
         std::string r = bp(n.bodies[i]);
-        os << "    store " << (n.bodies.size() > 1 ? p.buffers[size_t(n.outputs[i])].name + " " : "") << r << "\n";
+        std::string stage;  // a row group's stage: how the body is reduced (an epilogue: not)
+        if (!n.stages.empty()) stage = n.stages[i] ? std::string(tile::reduce_name(*n.stages[i])) + " " : "";
+        os << "    store " << (n.bodies.size() > 1 ? p.buffers[size_t(n.outputs[i])].name + " " : "") << stage << r << "\n";
       }
     }
   }
@@ -264,7 +266,8 @@ void verify(const Program& p) {
       if (!n.call) bad("an extern without a graph node");
     } else {
       if (n.outputs.empty() || n.outputs.size() != n.bodies.size()) bad("a kernel node stores one body per output");
-      if (n.kind == NodeKind::Reduction && n.outputs.size() != 1) bad("a reduction writes one buffer");
+      if (n.kind == NodeKind::Reduction && n.outputs.size() != 1 && n.stages.size() != n.outputs.size())
+        bad("a reduction writes one buffer (a row group: one per stage)");
       if (n.vars.size() != n.ranges.size() || n.reduction_vars.size() != n.reduction_ranges.size())
         bad("one index variable per range");
       for (const Value* b : n.bodies)
@@ -290,7 +293,10 @@ void verify(const Program& p) {
       };
       for (size_t i = 0; i < n.bodies.size(); ++i) {
         check(n.bodies[i]);
-        if (p.buffers[size_t(n.outputs[i])].sizes.size() != n.ranges.size()) bad("its ranges do not match its output's rank");
+        const int o = n.outputs[i];  // a row group's later stages read its earlier ones
+        if (!n.stages.empty() && o >= 0 && size_t(o) < nb) defined[size_t(o)] = true;
+        if (p.buffers[size_t(n.outputs[i])].sizes.size() != n.ranges.size() && n.stages.empty())
+          bad("its ranges do not match its output's rank");
       }
     }
     for (int o : n.outputs) {

@@ -15,6 +15,7 @@
 #include <kiln/tensor.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -79,6 +80,11 @@ struct Node {
   // Pointwise / Reduction: per output, the value stored into it (a pointwise node that fused
   // its siblings horizontally stores several).
   std::vector<const Value*> bodies;
+  // Reduction: a row group (fusion.cc) computes several bodies per row, in order. Per body, how
+  // it is combined over the reduction variables, or nullopt for an epilogue: a pointwise value
+  // stored per element at its output's row index (row_index in lower.h). Empty: one body
+  // reduced with `reduce`. Later bodies read earlier reductions' outputs at the row's offset.
+  std::vector<std::optional<tile::ReduceKind>> stages;
   // Extern: the graph node it runs, and per tensor argument (Node::inputs() order) its buffer.
   const graph::Node* call = nullptr;
   std::vector<int> inputs;

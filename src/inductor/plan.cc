@@ -6,6 +6,7 @@
 #include <kiln/log.h>
 #include <kiln/ops.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -175,7 +176,7 @@ class Plan {
           SymShape sizes;
           for (const SymInt& d : out.sizes) sizes.push_back(eval(d, env));
           bufs[size_t(o)] = empty(sizes, out.dtype);
-          numel = bufs[size_t(o)].numel();
+          numel = std::max(numel, bufs[size_t(o)].numel());  // (a row group: its rows may be stored, its empty elements not)
         }
         const int64_t grid = sym::evaluate(s.grid, env);
         if (grid > 0 && numel > 0) {

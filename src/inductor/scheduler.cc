@@ -1,5 +1,6 @@
 // The loop IR pipeline: lower (vertical fusion happens there: fusion.cc decides what readers
-// inline), fuse sibling kernels horizontally (fusion.cc), then name each kernel after the ops it computes, verify, and log the IR
+// inline), fuse sibling kernels horizontally and reductions with the nodes over their rows
+// (fusion.cc), then name each kernel after the ops it computes, verify, and log the IR
 // (KILN_LOGS=ir) and what each kernel fused (KILN_LOGS=fusion).
 #include <kiln/log.h>
 
@@ -59,6 +60,7 @@ Program lower_and_schedule(std::shared_ptr<const graph::Graph> g) {
   sym::NoImplicitGuards no_guards;  // size questions go through statically_known_*
   Program p = lower(std::move(g));
   fuse_horizontal(p);
+  fuse_rows(p);
   name_nodes(p);
   verify(p);
   KILN_LOG(ir) << "inductor loop IR:\n" << print(p);

@@ -17,6 +17,26 @@ Index broadcast_index(const Index& out, const SymShape& in) {
   return idx;
 }
 
+ExprPtr substitute(const ExprPtr& e, const std::map<ExprPtr, ExprPtr>& with) {
+  if (e->kind == sym::Kind::Symbol) {
+    auto it = with.find(e);
+    return it == with.end() ? e : it->second;
+  }
+  if (e->args.empty()) return e;
+  std::vector<ExprPtr> a;
+  for (const ExprPtr& x : e->args) a.push_back(substitute(x, with));
+  ExprPtr r = a[0];
+  switch (e->kind) {
+    case sym::Kind::Add: for (size_t i = 1; i < a.size(); ++i) r = sym::add(r, a[i]); return r;
+    case sym::Kind::Mul: for (size_t i = 1; i < a.size(); ++i) r = sym::mul(r, a[i]); return r;
+    case sym::Kind::FloorDiv: return sym::floordiv(a[0], a[1]);
+    case sym::Kind::Mod: return sym::mod(a[0], a[1]);
+    case sym::Kind::Min: return sym::min(a[0], a[1]);
+    case sym::Kind::Max: return sym::max(a[0], a[1]);
+    default: return e;
+  }
+}
+
 Lowering::Lowering(std::shared_ptr<const graph::Graph> g) : g_(std::move(g)) { prog_.graph = g_; }
 
 const Def& Lowering::def(const graph::Value* v) const {
@@ -130,6 +150,8 @@ Program Lowering::run() {
     bool done = false;
     if (n->kind == graph::NodeKind::Constant) {
       done = lower_pointwise(*this, *n);
+    } else if (n->op == ops::OpId::custom) {
+      done = lower_custom(*this, *n);
     } else {
       switch (ops::kOpFamily[size_t(n->op)]) {
         case ops::OpFamily::POINTWISE:

@@ -4,13 +4,16 @@
 //   pointwise.cc  pointwise prims, constants, full / iota
 //   reduction.cc  sum / prod / amax / amin
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
+//   custom.cc     custom tile ops whose kernel is pointwise-shaped (the seed's vector_add)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
 // A graph value lowers to a Def: a buffer, or a function from an index to a scalar value that
 // is not computed yet. Readers inline such functions into their own bodies (vertical fusion)
 // unless fusion.cc says to realize the value into a buffer first.
 #pragma once
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <unordered_map>
 
 #include "inductor/loop_ir.h"
@@ -69,12 +72,25 @@ class Lowering {
 bool lower_pointwise(Lowering& L, const graph::Node& n);
 bool lower_reduction(Lowering& L, const graph::Node& n);
 bool lower_view(Lowering& L, const graph::Node& n);
+bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-shaped tile ops
 void lower_extern(Lowering& L, const graph::Node& n);
 
 // fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;
 // and horizontal fusion of sibling pointwise nodes (a pass over the lowered program).
 bool should_realize(const Def& d, int readers);
 void fuse_horizontal(Program& p);
+// Row groups: a reduction joined by the reductions and pointwise nodes after it over the same
+// rows (Node::stages), so softmax, layer_norm and rmsnorm are one kernel each.
+void fuse_rows(Program& p);
+// The index of a buffer of `sizes` in a reduction node's variables when its dims that are not
+// 1 are the node's output dims that are not 1 followed by its reduction dims that are not 1
+// (a value per element of a row) or the output dims alone (a value per row); else nullopt.
+std::optional<Index> row_index(const Node& reduction, const SymShape& sizes);
+// Where row group g stores body i (and a later stage reads it): its output's offset at the
+// row_index, the variables of size-1 dims at 0.
+ExprPtr row_offset(const Program& p, const Node& g, int buffer);
+// Whether g's body i is one value per row (a reduction, or an epilogue over the rows alone).
+bool per_row(const Program& p, const Node& g, size_t body);
 
 // lower.cc: a prims graph (decomposed, functional) as a loop IR program.
 Program lower(std::shared_ptr<const graph::Graph> g);
@@ -83,5 +99,7 @@ Program lower(std::shared_ptr<const graph::Graph> g);
 // The index into an input of sizes `in` broadcast to an output index (numpy's rules).
 Index broadcast_index(const Index& out, const SymShape& in);
 bool known_one(const SymInt& s);
+// e with the symbols of `with` replaced (rebuilt through sym's constructors, so it simplifies).
+ExprPtr substitute(const ExprPtr& e, const std::map<ExprPtr, ExprPtr>& with);
 
 }  // namespace kiln::inductor

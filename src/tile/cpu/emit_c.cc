@@ -19,6 +19,28 @@ const char* kSupport = R"(
 
 namespace ks = kiln::scalar;
 
+// libm's functions in vector form (glibc's libmvec, which libm pulls in): declared SIMD, the
+// per-element loops that call them (softmax's exp, gelu's tanh) vectorize instead of calling
+// the scalar function per element. glibc declares them so itself only under -ffast-math, which
+// kiln does not use. (Within 4 ulp of the exact result, glibc's manual says.)
+#if defined(__x86_64__) && defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35))
+#define KILN_TILE_SIMD1(fn)                                                                     \
+  _Pragma("omp declare simd notinbranch") double fn(double) noexcept;                         \
+  _Pragma("omp declare simd notinbranch") float fn##f(float) noexcept;
+#define KILN_TILE_SIMD2(fn)                                                                     \
+  _Pragma("omp declare simd notinbranch") double fn(double, double) noexcept;                 \
+  _Pragma("omp declare simd notinbranch") float fn##f(float, float) noexcept;
+extern "C" {
+KILN_TILE_SIMD1(exp) KILN_TILE_SIMD1(exp2) KILN_TILE_SIMD1(expm1) KILN_TILE_SIMD1(log) KILN_TILE_SIMD1(log2)
+KILN_TILE_SIMD1(log1p) KILN_TILE_SIMD1(sin) KILN_TILE_SIMD1(cos) KILN_TILE_SIMD1(tan) KILN_TILE_SIMD1(tanh)
+KILN_TILE_SIMD1(asin) KILN_TILE_SIMD1(acos) KILN_TILE_SIMD1(atan) KILN_TILE_SIMD1(sinh) KILN_TILE_SIMD1(cosh)
+KILN_TILE_SIMD1(asinh) KILN_TILE_SIMD1(acosh) KILN_TILE_SIMD1(atanh) KILN_TILE_SIMD1(erf) KILN_TILE_SIMD1(erfc)
+KILN_TILE_SIMD2(pow) KILN_TILE_SIMD2(atan2) KILN_TILE_SIMD2(hypot)
+}
+#undef KILN_TILE_SIMD1
+#undef KILN_TILE_SIMD2
+#endif
+
 // One launch argument, as the launcher (src/tile/cpu/kernel.cc) passes it.
 union kiln_tile_arg {
   void* p;

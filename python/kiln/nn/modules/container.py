@@ -184,9 +184,77 @@ class ParameterList(Module):
         return self
 
     def extra_repr(self):
-        return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
-                         for k, p in self._parameters.items())
+        return _describe(self._parameters)
+
+
+def _describe(params):
+    return "\n".join(f"({k}): Parameter containing: [{p.dtype} of size {'x'.join(map(str, p.shape))}]"
+                     for k, p in params.items())
 
 
 def _as_param(v):
     return v if isinstance(v, Parameter) else Parameter(v)
+
+
+class ParameterDict(Module):
+    """Parameters held by name (as torch.nn.ParameterDict); tensors given are made Parameters."""
+
+    def __init__(self, parameters=None):
+        super().__init__()
+        if parameters is not None:
+            self.update(parameters)
+
+    def __getitem__(self, key):
+        return self._parameters[key]
+
+    def __setitem__(self, key, value):
+        self.register_parameter(key, _as_param(value))
+
+    def __delitem__(self, key):
+        del self._parameters[key]
+
+    def __len__(self):
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def __contains__(self, key):
+        return key in self._parameters
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def items(self):
+        return self._parameters.items()
+
+    def values(self):
+        return self._parameters.values()
+
+    def get(self, key, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key):
+        v = self._parameters[key]
+        del self._parameters[key]
+        return v
+
+    def clear(self):
+        self._parameters.clear()
+
+    def update(self, parameters):
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
+            self[k] = v
+
+    def extra_repr(self):
+        return _describe(self._parameters)
+
+
+class Container(Module):
+    """torch's deprecated module holder: keyword arguments become submodules."""
+
+    def __init__(self, **kwargs):
+        super().__init__()
+        for k, v in kwargs.items():
+            self.add_module(k, v)

@@ -31,6 +31,14 @@ def _reset_affine(m):
         init.zeros_(m.bias)
 
 
+def _running_stats(m, n, track, dtype):
+    """The running_mean / running_var / num_batches_tracked buffers of batch and instance norms."""
+    for name, make in (("running_mean", lambda: _C._ops.zeros([n], dtype=dtype or _C.float32)),
+                       ("running_var", lambda: _C._ops.ones([n], dtype=dtype or _C.float32)),
+                       ("num_batches_tracked", lambda: _C._ops.zeros([], dtype=_C.int64))):
+        m.register_buffer(name, make() if track else None)
+
+
 class LayerNorm(Module):
     def __init__(self, normalized_shape, eps=1e-5, elementwise_affine=True, bias=True, device=None, dtype=None):
         super().__init__()
@@ -104,14 +112,7 @@ class _BatchNorm(Module):
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         _affine(self, (num_features,), affine, bias, dtype)
-        if track_running_stats:
-            self.register_buffer("running_mean", _C._ops.zeros([num_features], dtype=dtype or _C.float32))
-            self.register_buffer("running_var", _C._ops.ones([num_features], dtype=dtype or _C.float32))
-            self.register_buffer("num_batches_tracked", _C._ops.zeros([], dtype=_C.int64))
-        else:
-            self.register_buffer("running_mean", None)
-            self.register_buffer("running_var", None)
-            self.register_buffer("num_batches_tracked", None)
+        _running_stats(self, num_features, track_running_stats, dtype)
         self.reset_parameters()
 
     def reset_running_stats(self):
@@ -149,3 +150,99 @@ class BatchNorm1d(_BatchNorm):
 
 class BatchNorm2d(_BatchNorm):
     _dims = (4,)
+
+
+class BatchNorm3d(_BatchNorm):
+    _dims = (5,)
+
+
+class _InstanceNorm(Module):
+    """Per-sample, per-channel normalisation; torch's defaults (affine=False, no running stats)."""
+    _spatial = 1
+
+    def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=False, track_running_stats=False, device=None,
+                 dtype=None, *, bias=True):
+        super().__init__()
+        _checks.sizes(type(self).__name__, num_features=num_features)
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        _affine(self, (num_features,), affine, bias, dtype)
+        _running_stats(self, num_features, track_running_stats, dtype)
+        self.reset_parameters()
+
+    reset_running_stats = _BatchNorm.reset_running_stats
+    reset_parameters = _BatchNorm.reset_parameters
+
+    def forward(self, input):
+        n = self._spatial
+        if input.dim() not in (n + 1, n + 2):
+            raise ValueError(f"{type(self).__name__}: expected {n + 1}D or {n + 2}D input (got {input.dim()}D input)")
+        batched = input.dim() == n + 2
+        x = input if batched else input.unsqueeze(0)
+        momentum = self.momentum if self.momentum is not None else 0.0
+        y = F.instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                            self.training or not self.track_running_stats, momentum, self.eps)
+        return y if batched else y.squeeze(0)
+
+    def extra_repr(self):
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, affine={self.affine}, "
+                f"bias={self.bias is not None}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    _spatial = 1
+
+
+class InstanceNorm2d(_InstanceNorm):
+    _spatial = 2
+
+
+class InstanceNorm3d(_InstanceNorm):
+    _spatial = 3
+
+
+class LocalResponseNorm(Module):
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+class CrossMapLRN2d(Module):
+    """torch's legacy cross-channel LRN of 4-d input: x * (k + alpha/size * sum of x^2 over a
+    channel window)^-beta, with the window torch's running sum gives (channel 0 stays in every
+    window; see _cross_map_window)."""
+
+    def __init__(self, size, alpha=1e-4, beta=0.75, k=1):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input):
+        if input.dim() != 4:
+            raise ValueError(f"CrossMapLRN2d: Expected input to be 4D, got {input.dim()}D instead.")
+        N, C, H, W = input.shape
+        window = _C.tensor(_cross_map_window(C, self.size), dtype=input.dtype)
+        sq = (input * input).reshape([N, C, H * W])
+        scale = window.matmul(sq).reshape([N, C, H, W]) * (self.alpha / self.size) + self.k
+        return input * scale.pow(-self.beta)
+
+    def extra_repr(self):
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
+
+
+def _cross_map_window(channels, size):
+    """rows[c][j] = 1 where channel j counts for channel c: torch's running sum starts from
+    channels [0, pre_pad), adds channel c + pre_pad - 1 at each c and drops c - pre_pad only once
+    c > pre_pad, so channel 0 is never dropped."""
+    pre = int((size - 1) / 2 + 1)
+    rows = []
+    for c in range(channels):
+        hi = min(c + pre, channels)
+        dropped = range(1, c - pre + 1) if c > pre else range(0)
+        rows.append([1.0 if j < hi and j not in dropped else 0.0 for j in range(channels)])
+    return rows

@@ -1,8 +1,10 @@
-"""nn.utils: gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_)."""
+"""nn.utils: gradient clipping (torch.nn.utils.clip_grad_norm_ / clip_grad_value_) and nn.utils.rnn
+(padding and packing variable-length sequences)."""
 import math
 
-from .. import _C
-from .._grad_mode import no_grad
+from ... import _C
+from ..._grad_mode import no_grad
+from . import rnn  # noqa: F401
 
 
 def _grads(parameters):

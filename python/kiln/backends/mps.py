@@ -1,0 +1,9 @@
+"""kiln.backends.mps: no Apple GPU backend."""
+
+
+def is_available():
+    return False
+
+
+def is_built():
+    return False
