@@ -8,6 +8,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <ctime>
 #include <map>
 #include <mutex>
 
@@ -15,7 +17,6 @@
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
-#include "tile/cpu/emit_c.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
@@ -102,24 +103,43 @@ struct Step {
   std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
 
-// Compiled translation units by source, so a graph compiled again (a recompile, another test)
-// loads the library it already has.
-std::vector<tile::cpu::Kernel> compile_cached(std::vector<tile::Program> programs, const std::string& source) {
+// Kernel groups compiled in this process, by their tile IR, so a graph compiled again (a
+// recompile, another test) reuses the kernels it already has (or is compiling).
+tile::cpu::PendingGroup compile_cached(std::vector<tile::Program> programs, const std::string& ir) {
   static std::mutex mu;
-  static std::map<std::string, std::vector<tile::cpu::Kernel>> cache;
+  static std::map<std::string, tile::cpu::PendingGroup> cache;
   std::lock_guard<std::mutex> lock(mu);
-  auto it = cache.find(source);
+  auto it = cache.find(ir);
   if (it != cache.end()) return it->second;
-  std::vector<tile::cpu::Kernel> ks = tile::cpu::compile_group(std::move(programs));
-  cache[source] = ks;
-  return ks;
+  return cache[ir] = tile::cpu::compile_group_async(std::move(programs), "default", ir);
 }
+
+// The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
+// far less), as "12.3 ms (4.5 ms CPU)".
+struct Timer {
+  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
+  double cpu = thread_cpu();
+  static double thread_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  }
+  std::string ms() const {
+    const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", 1e3 * w, 1e3 * (thread_cpu() - cpu));
+    return buf;
+  }
+};
 
 class Plan {
  public:
   explicit Plan(Program p) : p_(std::move(p)) {}
 
+  // Emits the kernels and starts compiling them (in the background: a caller compiling several
+  // graphs, as AOT's forward and backward, gets their compilers run at once).
   Compiled build() {
+    const Timer timer;
     Compiled c;
     std::vector<tile::Program> programs;
     std::vector<GeneratedKernel> gen;
@@ -140,13 +160,17 @@ class Plan {
       steps_.push_back(std::move(s));
     }
     for (const auto& [step, bufs] : release_points(p_)) steps_[size_t(step)].release = bufs;
-    std::vector<const tile::Program*> ptrs;
-    for (const tile::Program& pr : programs) ptrs.push_back(&pr);
     if (!programs.empty()) {
-      c.source = tile::cpu::translation_unit(ptrs);
-      KILN_LOG(output_code) << "inductor: " << programs.size() << " kernel(s)\n" << c.source;
-      kernels_ = compile_cached(std::move(programs), c.source);
+      std::string ir;
+      for (const std::string& k : c.kernels) ir += k;
+      const size_t count = programs.size();
+      pending_ = compile_cached(std::move(programs), ir);
+      for (const std::string& tu : pending_.sources()) c.source += tu;
+      KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
+                            << " translation unit(s)\n" << c.source;
     }
+    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms()
+                   << "; compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
     return c;
   }
 
@@ -165,6 +189,16 @@ class Plan {
       for (size_t d = 0; d < sizes.size(); ++d)
         if (sizes[d].is_symbolic() && sizes[d].expr()->kind == sym::Kind::Symbol) binders_.push_back({i, d, sizes[d].expr()->name});
     }
+  }
+
+  // Waits for the kernels build() started (the first call; a compile error throws here).
+  void await_kernels() const {
+    if (!pending_.valid()) return;
+    std::call_once(ready_, [&] {
+      const Timer timer;
+      kernels_ = pending_.kernels();
+      KILN_LOG(perf) << "inductor: waited " << timer.ms() << " for the kernels' compilers";
+    });
   }
 
   std::vector<Tensor> operator()(const std::vector<Tensor>& inputs) const {
@@ -238,7 +272,9 @@ class Plan {
  private:
   Program p_;
   std::vector<Step> steps_;
-  std::vector<tile::cpu::Kernel> kernels_;
+  tile::cpu::PendingGroup pending_;
+  mutable std::once_flag ready_;
+  mutable std::vector<tile::cpu::Kernel> kernels_;
   // Run side (prepare_run).
   struct Binder {
     size_t input, dim;
@@ -252,10 +288,15 @@ class Plan {
 }  // namespace
 
 Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
+  const Timer timer;
   auto plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
+  KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
   Compiled c = plan->build();
   plan->prepare_run();
-  c.run = [plan](const std::vector<Tensor>& inputs) { return (*plan)(inputs); };
+  c.run = [plan](const std::vector<Tensor>& inputs) {
+    plan->await_kernels();
+    return (*plan)(inputs);
+  };
   return c;
 }
 

@@ -7,12 +7,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include <kiln/error.h>
 #include <kiln/log.h>
@@ -52,6 +54,39 @@ std::string quote(const std::string& s) {
   throw Error(std::move(info));
 }
 
+// At most compile_jobs() compilers run at once in the process; ~WorkDir waits for those still
+// running (a compile started in the background may outlive main()).
+struct Jobs {
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = 0;
+  void acquire() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return running < compile_jobs(); });
+    ++running;
+  }
+  void release() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      --running;
+    }
+    cv.notify_all();
+  }
+  void wait_idle() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return running == 0; });
+  }
+};
+Jobs g_jobs;  // namespace scope: outlives the function-local WorkDir
+
+Command run_compiler(const std::string& cmd) {
+  g_jobs.acquire();
+  struct Release {
+    ~Release() { g_jobs.release(); }
+  } release;
+  return run(cmd);
+}
+
 // The process's folder, made on first use and emptied at exit by the process that made it, but
 // for the sources that failed to compile (kept for a look; the folder then stays).
 struct WorkDir {
@@ -69,6 +104,7 @@ struct WorkDir {
     failed.push_back(file);
   }
   ~WorkDir() {
+    g_jobs.wait_idle();
     const char* env = std::getenv("KILN_TILE_KEEP");
     if (getpid() != owner || (env && *env && std::string(env) != "0")) return;
     std::error_code ec;
@@ -149,6 +185,15 @@ std::string host_arch() {
 }
 
 }  // namespace
+
+int compile_jobs() {
+  static const int jobs = [] {
+    const char* env = std::getenv("KILN_COMPILE_JOBS");
+    const int n = env && *env ? std::atoi(env) : int(std::thread::hardware_concurrency());
+    return std::max(1, n);
+  }();
+  return jobs;
+}
 
 const Compiler& compiler() {
   static const Compiler c = [] {
@@ -234,7 +279,7 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
     for (const std::string& f : c.flags) cmd += " " + f;
     cmd += " -o " + quote(tmp_so) + " " + quote(src);
     const auto t0 = std::chrono::steady_clock::now();
-    const Command r = run(cmd);
+    const Command r = run_compiler(cmd);
     lib->seconds_ = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (r.status != 0) {
       dir().keep(src);

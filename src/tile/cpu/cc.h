@@ -16,6 +16,9 @@ struct Compiler {
   std::string arch;                // what -march=native targets: the CPU's model and feature flags
 };
 const Compiler& compiler();
+// How many compilers the process runs at once: $KILN_COMPILE_JOBS, else the number of cores.
+// compile_source calls beyond it (from other threads) wait for a slot.
+int compile_jobs();
 
 // The key the disk cache files the compiled object under: a hash of the source, the compiler,
 // its flags, the target CPU and kiln's version.
@@ -43,7 +46,7 @@ class Library {
   bool from_cache_ = false;
 };
 
-// Writes `source` to <temp dir>/<stem>-<key>.cc and loads the disk cache's object for it, or
+// Thread-safe (a group's translation units compile on threads of their own, kernel.h). Writes `source` to <temp dir>/<stem>-<key>.cc and loads the disk cache's object for it, or
 // compiles it (and stores the object there). A compiler error throws kiln::Error with the
 // source file's path and the compiler's message (the file is kept).
 std::shared_ptr<Library> compile_source(const std::string& source, const std::string& stem);

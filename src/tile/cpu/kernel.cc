@@ -1,10 +1,15 @@
 // Compiling and launching tile kernels on the CPU (kernel.h).
 #include "tile/cpu/kernel.h"
 
+#include <algorithm>
 #include <cctype>
 #include <limits>
+#include <optional>
 #include <set>
 
+#include <kiln/log.h>
+
+#include "runtime/cache.h"
 #include "tile/cpu/emit_c.h"
 #include "tile/passes/passes.h"
 
@@ -102,38 +107,185 @@ void Kernel::launch(const Grid& grid, std::span<const Arg> args) const {
   k.entry(raw, g);
 }
 
-std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes) {
-  KILN_CHECK(!programs.empty(), "tile: compile_group of no kernels");
-  std::set<std::string> names;
-  std::vector<const Program*> ptrs;
-  std::string stem;
-  for (Program& p : programs) {
-    KILN_CHECK(names.insert(entry_name(p)).second, "tile: two kernels named ", p.name, " in one compile group");
-    verify(p);
-    run_passes(p, passes);
-    ptrs.push_back(&p);
-    stem += (stem.empty() ? "" : "+") + p.name;
+namespace {
+
+// Below this much tile IR (its printed text, a proxy for the C it emits) a group stays one
+// translation unit: each unit pays the compiler's start and the prelude (~0.2 s of CPU), worth
+// it only against ~1 s of kernels (the GPT example's forward graph: ~40 KB of IR, ~2 s at -O3).
+constexpr size_t kPartIrBytes = 24 << 10;
+
+// Splits kernels [0, n) by their IR sizes into consecutive parts of about equal size (the
+// launch order kept, so a group's parts, and its cache keys, are deterministic).
+std::vector<size_t> part_starts(const std::vector<size_t>& sizes) {
+  size_t total = 0;
+  for (size_t z : sizes) total += z;
+  const size_t parts = std::clamp<size_t>(total / kPartIrBytes, 1, std::min<size_t>(sizes.size(), size_t(compile_jobs())));
+  std::vector<size_t> starts = {0};
+  size_t acc = 0;
+  for (size_t i = 0; i + 1 < sizes.size(); ++i) {
+    acc += sizes[i];
+    if (starts.size() < parts && acc * parts >= total * starts.size()) starts.push_back(i + 1);
   }
+  return starts;
+}
+
+std::string part_stem(const std::vector<Program>& programs, size_t begin, size_t end) {
+  std::string stem;
+  for (size_t i = begin; i < end; ++i) stem += (stem.empty() ? "" : "+") + programs[i].name;
   if (stem.size() > 60) stem = stem.substr(0, 60);
   for (char& c : stem)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '+') c = '_';
-  const std::string source = translation_unit(ptrs);
-  std::shared_ptr<Library> lib = compile_source(source, stem);
-  std::vector<Kernel> out;
+  return stem;
+}
+
+// What a group compiles to, short of the compilers: its translation units and each kernel's
+// part and IR after the passes. Kept in the disk cache ("tile-group", keyed by the programs'
+// text before the passes, the passes and cache_key's compiler, flags, CPU and version), so a
+// warm process skips the passes and the C emitter too.
+struct Layout {
+  std::vector<std::string> stems, sources;  // per translation unit
+  std::vector<size_t> part_of;              // per kernel
+  std::vector<std::string> ir;              // per kernel
+
+  std::string serialize() const {
+    std::string out = "kiln-tile-group 1\n";
+    auto field = [&](const std::string& f) { out += std::to_string(f.size()) + "\n" + f; };
+    out += std::to_string(sources.size()) + "\n";
+    for (size_t k = 0; k < sources.size(); ++k) field(stems[k]), field(sources[k]);
+    out += std::to_string(ir.size()) + "\n";
+    for (size_t i = 0; i < ir.size(); ++i) out += std::to_string(part_of[i]) + "\n", field(ir[i]);
+    return out;
+  }
+  // Null when the text is not a layout of `kernels` kernels (an entry of another format).
+  static std::optional<Layout> parse(const std::string& text, size_t kernels) {
+    size_t at = 0;
+    bool ok = true;
+    auto line = [&]() -> std::string {
+      const size_t end = text.find('\n', at);
+      if (end == std::string::npos) return ok = false, std::string();
+      std::string l = text.substr(at, end - at);
+      at = end + 1;
+      return l;
+    };
+    auto number = [&]() -> size_t {
+      const std::string l = line();
+      if (l.empty() || l.size() > 18 || l.find_first_not_of("0123456789") != std::string::npos) return ok = false, 0;
+      return size_t(std::stoull(l));
+    };
+    auto field = [&]() -> std::string {
+      const size_t n = number();
+      if (!ok || n > text.size() - at) return ok = false, std::string();
+      std::string f = text.substr(at, n);
+      at += n;
+      return f;
+    };
+    if (line() != "kiln-tile-group 1") return std::nullopt;
+    Layout l;
+    const size_t parts = number();
+    for (size_t k = 0; ok && k < parts; ++k) l.stems.push_back(field()), l.sources.push_back(field());
+    if (number() != kernels) return std::nullopt;
+    for (size_t i = 0; ok && i < kernels; ++i) {
+      l.part_of.push_back(number());
+      l.ir.push_back(field());
+      if (l.part_of.back() >= parts) ok = false;
+    }
+    if (!ok || at != text.size() || parts == 0) return std::nullopt;
+    return l;
+  }
+};
+
+constexpr const char* kGroupNamespace = "tile-group";
+
+Layout layout(std::vector<Program>& programs, const std::string& passes) {
+  Layout l;
+  std::vector<size_t> sizes;
+  for (Program& p : programs) {
+    verify(p);
+    run_passes(p, passes);
+    l.ir.push_back(print(p));
+    sizes.push_back(l.ir.back().size());
+  }
+  std::vector<size_t> starts = part_starts(sizes);
+  starts.push_back(programs.size());
+  l.part_of.resize(programs.size());
+  for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    std::vector<const Program*> ptrs;
+    for (size_t i = starts[k]; i < starts[k + 1]; ++i) {
+      ptrs.push_back(&programs[i]);
+      l.part_of[i] = k;
+    }
+    l.sources.push_back(translation_unit(ptrs));
+    l.stems.push_back(part_stem(programs, starts[k], starts[k + 1]));
+  }
+  return l;
+}
+
+}  // namespace
+
+PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes, std::string printed) {
+  KILN_CHECK(!programs.empty(), "tile: compile_group of no kernels");
+  std::set<std::string> names;
+  const bool print_here = printed.empty();
   for (const Program& p : programs) {
+    KILN_CHECK(names.insert(entry_name(p)).second, "tile: two kernels named ", p.name, " in one compile group");
+    if (print_here) printed += print(p);
+  }
+  // Only a group big enough to split is worth an entry (a small one re-runs its passes and
+  // emitter in a few ms, cheaper than the entry's write). The parts depend on the jobs too.
+  const bool keep = printed.size() >= kPartIrBytes;
+  const std::string entry = cache_key(passes + "\n" + std::to_string(compile_jobs()) + "\n" + printed) + ".group";
+  std::optional<Layout> cached;
+  if (auto bytes = keep ? runtime::cache::get(kGroupNamespace, entry) : std::nullopt) {
+    cached = Layout::parse(*bytes, programs.size());
+    if (!cached) {
+      KILN_LOG(cache) << "the cached kernel group " << entry << " does not parse; removed, it is rebuilt";
+      runtime::cache::remove(kGroupNamespace, entry);
+    }
+  }
+  // The passes change no parameter or meta-parameter (a hit takes them from the programs as given).
+  const Layout l = cached ? std::move(*cached) : layout(programs, passes);
+  if (keep && !cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
+  auto sources = std::make_shared<std::vector<std::string>>(l.sources);
+  std::vector<std::shared_ptr<Kernel::Data>> data;
+  std::vector<std::string> symbols;
+  for (size_t i = 0; i < programs.size(); ++i) {
+    const Program& p = programs[i];
     auto d = std::make_shared<Kernel::Data>();
     d->name = p.name;
     for (const Param& prm : p.params) d->params.push_back({prm.name, prm.kind, prm.value->type.dtype});
     d->meta = p.meta;
-    d->ir = print(p);
-    d->source = source;
-    d->lib = lib;
-    d->entry = reinterpret_cast<EntryFn>(lib->symbol(entry_name(p)));
-    Kernel k;
-    k.d_ = std::move(d);
-    out.push_back(std::move(k));
+    d->ir = l.ir[i];
+    d->source = l.sources[l.part_of[i]];
+    symbols.push_back(entry_name(p));
+    data.push_back(std::move(d));
   }
-  return out;
+  work_dir();  // made now, so it outlives the compile threads' use of it (cc.cc)
+  PendingGroup g;
+  g.sources_ = sources;
+  // One thread per part beyond the first (the compile slots bound how many compilers run); the
+  // first part compiles on the group's own thread.
+  g.kernels_ = std::async(std::launch::async, [sources, stems = l.stems, data = std::move(data), symbols = std::move(symbols),
+                                               part_of = l.part_of] {
+                 std::vector<std::future<std::shared_ptr<Library>>> rest;
+                 for (size_t k = 1; k < sources->size(); ++k)
+                   rest.push_back(std::async(std::launch::async, [&, k] { return compile_source((*sources)[k], stems[k]); }));
+                 std::vector<std::shared_ptr<Library>> libs = {compile_source((*sources)[0], stems[0])};
+                 for (auto& f : rest) libs.push_back(f.get());
+                 std::vector<Kernel> out;
+                 for (size_t i = 0; i < data.size(); ++i) {
+                   data[i]->lib = libs[part_of[i]];
+                   data[i]->entry = reinterpret_cast<EntryFn>(data[i]->lib->symbol(symbols[i]));
+                   Kernel k;
+                   k.d_ = data[i];
+                   out.push_back(std::move(k));
+                 }
+                 return out;
+               }).share();
+  return g;
+}
+
+std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes) {
+  return compile_group_async(std::move(programs), passes).kernels();
 }
 
 Kernel compile(Program p, const std::string& passes) {

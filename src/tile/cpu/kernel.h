@@ -12,6 +12,7 @@
 #include <kiln/tensor.h>
 
 #include <functional>
+#include <future>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -49,6 +50,8 @@ struct ParamSig {
   DType dtype;
 };
 
+class PendingGroup;
+
 class Kernel {
  public:
   const std::string& name() const;
@@ -69,13 +72,35 @@ class Kernel {
 
  private:
   struct Data;
-  friend std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes);
+  friend PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes, std::string printed);
   std::shared_ptr<const Data> d_;
+};
+
+// A group being compiled in the background (compile_group_async): its translation units are
+// ready at once, kernels() waits for the compilers and throws what compile_group would.
+class PendingGroup {
+ public:
+  PendingGroup() = default;
+  const std::vector<std::string>& sources() const { return *sources_; }  // the translation units
+  const std::vector<Kernel>& kernels() const { return kernels_.get(); }   // waits; rethrows
+  bool valid() const { return kernels_.valid(); }
+
+ private:
+  friend PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes, std::string printed);
+  std::shared_ptr<const std::vector<std::string>> sources_;
+  std::shared_future<std::vector<Kernel>> kernels_;
 };
 
 // Verifies, runs the passes (a list for run_passes; "" for none), emits, compiles and loads.
 Kernel compile(Program p, const std::string& passes = "default");
-// Several kernels in one translation unit (one compiler run); names must differ.
+// Several kernels in as few translation units as pays (names must differ): one, or for a big
+// group up to compile_jobs() of about equal size, compiled in parallel, each through the disk
+// cache (a warm process runs no compiler).
 std::vector<Kernel> compile_group(std::vector<Program> programs, const std::string& passes = "default");
+// The same, returning while the compilers run (on threads of their own; at most compile_jobs()
+// compilers at once in the process): a caller compiles several groups at once, or does other
+// work meanwhile. Verification and the passes run before it returns (their errors throw here).
+// `printed`: the programs' text (print() of each, concatenated) when the caller has it already.
+PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes = "default", std::string printed = {});
 
 }  // namespace kiln::tile::cpu

@@ -1,0 +1,145 @@
+// Inductor's kernels and the disk cache: a second process runs no compiler; processes compiling
+// the same graph at once all get correct kernels and leave valid entries; a corrupt group entry
+// is rebuilt. The processes are this test binary run again (InductorDiskCache.Child does the work when
+// KILN_TEST_INDUCTOR_CACHE_CHILD is set), with KILN_CXX a script that counts the compiles.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <kiln/compile.h>
+#include <kiln/kiln.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "runtime/cache.h"
+
+namespace kiln {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+}
+
+int lines(const std::string& path) {
+  const std::string s = slurp(path);
+  return int(std::count(s.begin(), s.end(), '\n'));
+}
+
+bool near(const Tensor& a, const Tensor& b) { return ((a - b).abs() <= b.abs() * 1e-5 + 1e-5).all().item<bool>(); }
+
+// The child: a forward and backward graph through inductor, checked against eager. Eight blocks of
+// reductions: kernels enough for groups the disk cache keeps (kernel.cc: kPartIrBytes).
+TEST(InductorDiskCache, Child) {
+  if (!std::getenv("KILN_TEST_INDUCTOR_CACHE_CHILD")) GTEST_SKIP() << "run as a child by InductorDiskCacheTest.*";
+  auto fn = [](const Tensor& x0, const Tensor& w) {
+    Tensor x = x0;
+    for (int i = 0; i < 8; ++i) x = softmax(x * w + double(i), -1).tanh() * x0 + x.sigmoid();
+    return x.sum();
+  };
+  CompileOptions o;
+  o.backend = "inductor";
+  auto f = compile(fn, o);
+  manual_seed(0);
+  Tensor x = randn({16, 32}), w = randn({16, 32}).requires_grad_();
+  Tensor got = f(x, w);
+  got.backward();
+  Tensor w2 = w.detach().requires_grad_();
+  Tensor want = fn(x, w2);
+  want.backward();
+  ASSERT_TRUE(near(got.detach(), want.detach())) << got << want;
+  ASSERT_TRUE(near(w.grad(), w2.grad())) << w.grad() << w2.grad();
+  std::printf("child ok\n");
+}
+
+class InductorDiskCacheTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (fs::temp_directory_path() / "kiln-inductor-cache-XXXXXX").string();
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    root_ = tmpl;
+    fs::create_directories(root_ + "/cache");
+    // The compiler: counts each compile (a command with -o), then runs c++.
+    std::ofstream(root_ + "/cxx") << "#!/bin/sh\ncase \" $* \" in *\" -o \"*) echo compile >> '" << root_
+                                  << "/compiles' ;; esac\nexec c++ \"$@\"\n";
+    fs::permissions(root_ + "/cxx", fs::perms::owner_all);
+    std::ofstream(root_ + "/compiles").flush();
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  // The command running the child, its output (with KILN_LOGS=cache) to `log`.
+  std::string command(const std::string& log) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT_GT(n, 0);
+    self[n > 0 ? n : 0] = 0;
+    return "KILN_TEST_INDUCTOR_CACHE_CHILD=1 KILN_LOGS=cache KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" + root_ +
+           "/cxx' '" + self + "' --gtest_filter=InductorDiskCache.Child > '" + root_ + "/" + log + "' 2>&1";
+  }
+  std::string child(const std::string& log) {
+    EXPECT_EQ(std::system(command(log).c_str()), 0) << slurp(root_ + "/" + log);
+    const std::string out = slurp(root_ + "/" + log);
+    EXPECT_NE(out.find("child ok"), std::string::npos) << out;
+    return out;
+  }
+  std::vector<fs::path> entries(const std::string& ns) {
+    std::vector<fs::path> out;
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(root_ + "/cache/" + ns, ec))
+      if (e.path().filename().string()[0] != '.') out.push_back(e.path());
+    return out;
+  }
+  std::string root_;
+};
+
+TEST_F(InductorDiskCacheTest, AWarmProcessCompilesNothing) {
+  child("cold.log");
+  const int cold = lines(root_ + "/compiles");
+  EXPECT_GE(cold, 2) << "a forward and a backward graph";
+  EXPECT_GE(entries("tile-group").size(), 2u);
+  const std::string warm = child("warm.log");
+  EXPECT_NE(warm.find("[kiln:cache] hit " + root_ + "/cache/tile-group/"), std::string::npos) << warm;
+  EXPECT_EQ(warm.find("[kiln:cache] compiled"), std::string::npos) << warm;
+  EXPECT_EQ(lines(root_ + "/compiles"), cold) << "the warm process ran the compiler";
+}
+
+TEST_F(InductorDiskCacheTest, ProcessesCompilingTheSameGraphAtOnceLeaveValidEntries) {
+  std::string all;
+  for (int i = 0; i < 4; ++i) all += "(" + command("p" + std::to_string(i) + ".log") + ") & ";
+  all += "wait";
+  ASSERT_EQ(std::system(all.c_str()), 0);
+  for (int i = 0; i < 4; ++i) {
+    const std::string out = slurp(root_ + "/p" + std::to_string(i) + ".log");
+    EXPECT_NE(out.find("child ok"), std::string::npos) << out;
+  }
+  // Every entry checks out (trailer, length, checksum), and a fifth process compiles nothing.
+  setenv("KILN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
+  for (const char* ns : {"tile-group", "tile-cpu"})
+    for (const fs::path& p : entries(ns)) EXPECT_TRUE(runtime::cache::get(ns, p.filename().string())) << p;
+  unsetenv("KILN_CACHE_DIR");
+  const int before = lines(root_ + "/compiles");
+  const std::string warm = child("warm.log");
+  EXPECT_EQ(lines(root_ + "/compiles"), before) << warm;
+}
+
+TEST_F(InductorDiskCacheTest, ACorruptGroupEntryIsRebuilt) {
+  child("cold.log");
+  const int cold = lines(root_ + "/compiles");
+  std::vector<fs::path> groups = entries("tile-group");
+  ASSERT_FALSE(groups.empty());
+  fs::resize_file(groups[0], fs::file_size(groups[0]) / 2);
+  const std::string again = child("again.log");
+  EXPECT_NE(again.find("[kiln:cache] corrupt entry " + groups[0].string()), std::string::npos) << again;
+  // Rebuilt from the programs: the same translation units, whose objects the cache still has.
+  EXPECT_EQ(lines(root_ + "/compiles"), cold) << again;
+  EXPECT_NE(again.find("[kiln:cache] wrote " + groups[0].string()), std::string::npos) << again;
+}
+
+}  // namespace
+}  // namespace kiln
