@@ -20,38 +20,10 @@ bool lower_arg_reduction(Lowering& L, const graph::Node& n) {
   std::vector<bool> reduced(size_t(rank), dim == nullptr);  // dim=None: every dim
   if (dim && rank > 0) reduced[size_t(ops::wrap_dim(*dim, rank))] = true;
 
-  Node node;
-  node.kind = NodeKind::Reduction;
-  node.reduce = n.op == ops::OpId::argmax ? tile::ReduceKind::Argmax : tile::ReduceKind::Argmin;
-  node.ranges = out->spec.sizes;
-  node.vars = index_vars("i", node.ranges);
-  for (int64_t d = 0; d < rank; ++d)
-    if (reduced[size_t(d)]) node.reduction_ranges.push_back(isz[size_t(d)]);
-  node.reduction_vars = index_vars("r", node.reduction_ranges);
-  // The input index: reduced dims from the reduction variables, the others from the output's
-  // (keepdim's size-1 dims skipped; dim=None with keepdim keeps every dim as size 1).
-  Index idx;
-  size_t o = 0, r = 0;
-  for (int64_t d = 0; d < rank; ++d) {
-    if (reduced[size_t(d)]) {
-      idx.push_back(node.reduction_vars[r++]);
-      if (keepdim) ++o;
-    } else {
-      idx.push_back(node.vars.at(o++));
-    }
-  }
-  Loader load = L.loader(in);
-  const Def& a = L.def(in);
-  if (a.buffer < 0) node.origins = a.origins;
-  node.origins.push_back(graph::origin_of(n));
   // 16-bit floats compare in f32 (exactly: the conversion keeps order and NaN).
   const DType vd = in->spec.dtype == kFloat16 || in->spec.dtype == kBFloat16 ? kFloat32 : in->spec.dtype;
-  node.bodies = {L.prog().cast(load(idx), vd)};
-  Def d;
-  d.dtype = kInt64;
-  d.sizes = out->spec.sizes;
-  d.buffer = L.add_kernel_node(std::move(node), kInt64, d.sizes);
-  L.set(out, std::move(d));
+  add_reduction_node(L, n, n.op == ops::OpId::argmax ? tile::ReduceKind::Argmax : tile::ReduceKind::Argmin, reduced,
+                     keepdim, vd);
   return true;
 }
 

@@ -73,6 +73,9 @@ class Lowering {
 // The family lowerings: each returns false for a node it does not handle.
 bool lower_pointwise(Lowering& L, const graph::Node& n);
 bool lower_reduction(Lowering& L, const graph::Node& n);
+// reduction.cc: the Reduction node of n (one input, one output) along its input's `reduced` dims.
+void add_reduction_node(Lowering& L, const graph::Node& n, tile::ReduceKind kind, const std::vector<bool>& reduced,
+                        bool keepdim, DType body_dtype);
 bool lower_view(Lowering& L, const graph::Node& n);
 bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-shaped tile ops
 bool lower_arg_reduction(Lowering& L, const graph::Node& n);
