@@ -19,11 +19,11 @@ torch = pytest.importorskip("torch")
 # torch namespace -> kiln namespace, and the most names kiln may lack there (lower these as
 # names are added; a rise means kiln lost names).
 NAMESPACES = {
-    "torch": ("kiln", 720),
+    "torch": ("kiln", 717),
     "torch.nn": ("kiln.nn", 13),
     "torch.nn.functional": ("kiln.nn.functional", 26),
     "torch.optim": ("kiln.optim", 5),
-    "torch.utils.data": ("kiln.utils.data", 29),
+    "torch.utils.data": ("kiln.utils.data", 11),
 }
 
 # Kind differences kiln has today, each for a reason outside kiln.nn/optim: kiln.tile is kiln's
