@@ -14,21 +14,15 @@
 #include <fstream>
 
 #include "runtime/cache.h"
+#include "support/cache_child.h"
 
 namespace kiln {
 namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-int lines(const std::string& path) {
-  const std::string s = slurp(path);
-  return int(std::count(s.begin(), s.end(), '\n'));
-}
+using test::lines;
+using test::slurp;
 
 bool near(const Tensor& a, const Tensor& b) { return ((a - b).abs() <= b.abs() * 1e-5 + 1e-5).all().item<bool>(); }
 
@@ -56,35 +50,11 @@ TEST(InductorDiskCache, Child) {
   std::printf("child ok\n");
 }
 
-class InductorDiskCacheTest : public ::testing::Test {
+class InductorDiskCacheTest : public test::CacheChildTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-inductor-cache-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-    fs::create_directories(root_ + "/cache");
-    // The compiler: counts each compile (a command with -o), then runs c++.
-    std::ofstream(root_ + "/cxx") << "#!/bin/sh\ncase \" $* \" in *\" -o \"*) echo compile >> '" << root_
-                                  << "/compiles' ;; esac\nexec c++ \"$@\"\n";
-    fs::permissions(root_ + "/cxx", fs::perms::owner_all);
-    std::ofstream(root_ + "/compiles").flush();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  // The command running the child, its output (with KILN_LOGS=cache) to `log`.
-  std::string command(const std::string& log) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT_GT(n, 0);
-    self[n > 0 ? n : 0] = 0;
-    return "KILN_TEST_INDUCTOR_CACHE_CHILD=1 KILN_LOGS=cache KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" + root_ +
-           "/cxx' '" + self + "' --gtest_filter=InductorDiskCache.Child > '" + root_ + "/" + log + "' 2>&1";
-  }
+  InductorDiskCacheTest() : CacheChildTest("KILN_TEST_INDUCTOR_CACHE_CHILD", "InductorDiskCache.Child") {}
   std::string child(const std::string& log) {
-    EXPECT_EQ(std::system(command(log).c_str()), 0) << slurp(root_ + "/" + log);
-    const std::string out = slurp(root_ + "/" + log);
+    const std::string out = run_child(log);
     EXPECT_NE(out.find("child ok"), std::string::npos) << out;
     return out;
   }
@@ -95,7 +65,6 @@ class InductorDiskCacheTest : public ::testing::Test {
       if (e.path().filename().string()[0] != '.') out.push_back(e.path());
     return out;
   }
-  std::string root_;
 };
 
 TEST_F(InductorDiskCacheTest, AWarmProcessCompilesNothing) {

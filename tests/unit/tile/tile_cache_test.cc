@@ -14,6 +14,7 @@
 
 #include "runtime/cache.h"
 #include "tile/cpu/kernel.h"
+#include "support/cache_child.h"
 #include "tests/unit/tile/tile_kernels.h"
 
 namespace kiln::tile {
@@ -21,15 +22,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string slurp(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-}
-
-int lines(const std::string& path) {
-  const std::string s = slurp(path);
-  return int(std::count(s.begin(), s.end(), '\n'));
-}
+using ::kiln::test::lines;
+using ::kiln::test::slurp;
 
 // The child: compiles vector_add, checks it against eager, says whether the object came from
 // the cache.
@@ -42,36 +36,10 @@ TEST(TileDiskCache, Child) {
   std::printf("from_cache=%d library=%s\n", int(k.library().from_cache()), k.library().library_path().c_str());
 }
 
-class TileDiskCacheTest : public ::testing::Test {
+class TileDiskCacheTest : public ::kiln::test::CacheChildTest {
  protected:
-  void SetUp() override {
-    std::string tmpl = (fs::temp_directory_path() / "kiln-tile-cache-XXXXXX").string();
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    root_ = tmpl;
-    fs::create_directories(root_ + "/cache");
-    // The compiler: counts each compile (a command with -o), then runs c++.
-    std::ofstream(root_ + "/cxx") << "#!/bin/sh\ncase \" $* \" in *\" -o \"*) echo compile >> '" << root_
-                                  << "/compiles' ;; esac\nexec c++ \"$@\"\n";
-    fs::permissions(root_ + "/cxx", fs::perms::owner_all);
-    std::ofstream(root_ + "/compiles").flush();
-  }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(root_, ec);
-  }
-  // Runs the child in a new process; its stdout and stderr (with KILN_LOGS=cache) go to `log`.
-  std::string child(const std::string& log) {
-    char self[4096];
-    const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT_GT(n, 0);
-    self[n > 0 ? n : 0] = 0;
-    const std::string cmd = "KILN_TEST_TILE_CACHE_CHILD=1 KILN_LOGS=cache KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" +
-                            root_ + "/cxx' '" + self + "' --gtest_filter=TileDiskCache.Child > '" + root_ + "/" + log +
-                            "' 2>&1";
-    EXPECT_EQ(std::system(cmd.c_str()), 0) << slurp(root_ + "/" + log);
-    return slurp(root_ + "/" + log);
-  }
-  std::string root_;
+  TileDiskCacheTest() : CacheChildTest("KILN_TEST_TILE_CACHE_CHILD", "TileDiskCache.Child") {}
+  std::string child(const std::string& log) { return run_child(log); }
 };
 
 TEST_F(TileDiskCacheTest, AWarmProcessCompilesNothing) {
