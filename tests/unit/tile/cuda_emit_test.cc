@@ -1,0 +1,99 @@
+// The CUDA backend's emitter without a GPU: the CUDA of each kernel of cuda_kernels.h compiles
+// through NVRTC for sm_90a (so a codegen error shows in CI), with no stack frame (blocks live in
+// shared memory, never in local memory), and its structure: one thread block per program,
+// the blocked layout's loop, warp-shuffle reductions, atomics once per program for a scalar.
+#include <gtest/gtest.h>
+
+#include "tile/cuda/emit_cuda.h"
+#include "tile/passes/passes.h"
+#include "tests/unit/tile/cuda_kernels.h"
+
+#if __has_include("runtime/cuda/nvrtc.h")
+#include "runtime/cuda/nvrtc.h"
+#define KILN_TEST_HAVE_NVRTC_WRAPPER 1
+#endif
+
+namespace kiln::tile {
+namespace {
+
+Program prepared(const test::NamedKernel& k) {
+  Program p = k.make();
+  verify(p);
+  run_passes(p, default_passes());
+  return p;
+}
+
+TEST(TileCudaEmit, EntryPointAndLayout) {
+  Program p = prepared({"vector_add", [] { return test::vector_add(1024); }});
+  const cuda::EmittedKernel k = cuda::emit_kernel(p);
+  EXPECT_EQ(k.entry, "kiln_tile_vector_add");
+  EXPECT_EQ(k.threads, 128);  // num_warps=4
+  EXPECT_EQ(k.shared_bytes, 0) << k.source;  // one fused loop: every value in registers
+  EXPECT_NE(k.source.find("extern \"C\" __global__ void __launch_bounds__(128) kiln_tile_vector_add("), std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("blockIdx.x"), std::string::npos) << k.source;
+  // 1024 elements over 128 threads: runs of 4 consecutive elements, 512 apart.
+  EXPECT_NE(k.source.find("for (int _e = int(threadIdx.x) * 4; _e < 1024; _e += 512)"), std::string::npos) << k.source;
+
+  p.meta.num_warps = 8;
+  EXPECT_EQ(cuda::emit_kernel(p).threads, 256);
+  p.meta.num_warps = 0;
+  EXPECT_THROW(cuda::emit_kernel(p), Error);
+}
+
+TEST(TileCudaEmit, ReductionsAndAtomics) {
+  const cuda::EmittedKernel s = cuda::emit_kernel(prepared({"softmax", [] { return test::softmax(1024); }}));
+  EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_max{})"), std::string::npos) << s.source;
+  EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_sum{})"), std::string::npos) << s.source;
+  EXPECT_GT(s.shared_bytes, 0);
+  EXPECT_LE(s.shared_bytes, 2 * 1024 * 4);  // at most the loaded row and its exp, in f32
+  const cuda::EmittedKernel h = cuda::emit_kernel(prepared({"histogram", [] { return test::histogram(kFloat32); }}));
+  // The block's atomics per element; the scalar one by one thread for the whole program.
+  EXPECT_NE(h.source.find("kiln_tile_atomic_add<float>("), std::string::npos) << h.source;
+  EXPECT_NE(h.source.find("kiln_tile_by_one_thread([&] { return kiln_tile_atomic_add<int32_t>("), std::string::npos)
+      << h.source;
+}
+
+TEST(TileCudaEmit, TooMuchSharedMemoryIsAClearError) {
+  // A 128 x 256 f32 accumulator and its operands: far past 227 KB.
+  Program p = prepared({"matmul", [] { return test::matmul(256, 256, 64); }});
+  try {
+    cuda::emit_kernel(p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KB of shared memory per thread block"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
+#ifndef KILN_TEST_HAVE_NVRTC_WRAPPER
+  GTEST_SKIP() << "the NVRTC wrapper (runtime/cuda/nvrtc.h) is not in this build";
+#else
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  std::vector<cuda::EmittedKernel> kernels;
+  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k)));
+  const std::string src = cuda::translation_unit(kernels);
+  nvrtc::Output out;
+  try {
+    out = nvrtc::compile(src, "kiln_tile_cuda_test.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"});
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_TRUE(out.is_cubin);
+  EXPECT_GT(out.binary.size(), 1000u);
+  EXPECT_EQ(out.log.find("warning"), std::string::npos) << out.log;
+  // ptxas's report per kernel: no stack frame, no spills.
+  for (const cuda::EmittedKernel& k : kernels) {
+    const std::string& entry = k.entry;
+    const size_t at = out.log.find("Function properties for " + entry + "\n");
+    ASSERT_NE(at, std::string::npos) << entry << "\n" << out.log;
+    const size_t from = out.log.find('\n', at) + 1;
+    const std::string line = out.log.substr(from, out.log.find('\n', from) - from);
+    EXPECT_NE(line.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << entry << ": " << line;
+  }
+#endif
+}
+
+}  // namespace
+}  // namespace kiln::tile
