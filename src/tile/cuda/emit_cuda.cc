@@ -222,6 +222,8 @@ class CudaEmitter final : public CLikeEmitter {
     const int64_t n = numel(shape);
     const int64_t v = n % 4 == 0 ? 4 : 1;  // 16 bytes of 4-byte elements
     const std::string step = std::to_string(v * threads_);
+    // Unrolled, so that a thread's loads of several runs are in flight together.
+    if (n > v * threads_) out().line(n <= 8 * v * threads_ ? "#pragma unroll" : "#pragma unroll 8");
     out().open("for (int _e = int(threadIdx.x) * " + std::to_string(v) + "; _e < " + std::to_string(n) + "; _e += " + step + ")");
     if (v > 1) {
       out().line("#pragma unroll");

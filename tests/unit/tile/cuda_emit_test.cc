@@ -4,14 +4,16 @@
 // the blocked layout's loop, warp-shuffle reductions, atomics once per program for a scalar.
 #include <gtest/gtest.h>
 
-#include "tile/cuda/emit_cuda.h"
-#include "tile/passes/passes.h"
-#include "tests/unit/tile/cuda_kernels.h"
-
-#if __has_include("runtime/cuda/nvrtc.h")
+#include "graph/pass_manager.h"
+#include "inductor/emit_tile.h"
+#include "inductor/inductor.h"
+#include "runtime/cache.h"
 #include "runtime/cuda/nvrtc.h"
-#define KILN_TEST_HAVE_NVRTC_WRAPPER 1
-#endif
+#include "tile/cuda/emit_cuda.h"
+#include "tile/cuda/kernel.h"
+#include "tile/passes/passes.h"
+#include "support/golden.h"
+#include "tests/unit/tile/cuda_kernels.h"
 
 namespace kiln::tile {
 namespace {
@@ -66,9 +68,6 @@ TEST(TileCudaEmit, TooMuchSharedMemoryIsAClearError) {
 }
 
 TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
-#ifndef KILN_TEST_HAVE_NVRTC_WRAPPER
-  GTEST_SKIP() << "the NVRTC wrapper (runtime/cuda/nvrtc.h) is not in this build";
-#else
   namespace nvrtc = runtime::cuda::nvrtc;
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
   std::vector<cuda::EmittedKernel> kernels;
@@ -92,7 +91,53 @@ TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
     const std::string line = out.log.substr(from, out.log.find('\n', from) - from);
     EXPECT_NE(line.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << entry << ": " << line;
   }
-#endif
+}
+
+// The code generator's kernels for the graphs of tests/golden/kernels/ (what the CPU goldens show
+// as C++), emitted as CUDA: 2-D blocks, reductions along an axis, broadcasts, masks.
+TEST(TileCudaEmit, InductorKernelsCompileWithNvrtc) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  std::vector<cuda::EmittedKernel> kernels;
+  for (const char* name : {"inductor_softmax", "inductor_layer_norm", "inductor_pointwise_chain"}) {
+    const kiln::test::Golden g = kiln::test::read_golden(kiln::test::golden_files("kernels").front().parent_path() /
+                                                         (std::string(name) + ".kir"));
+    ASSERT_EQ(g.pipeline, "inductor: decompose | c") << name;
+    const inductor::Program p = inductor::lower_and_schedule(
+        std::make_shared<graph::Graph>(graph::parse(graph::run_pipeline("decompose", g.input))));
+    for (const inductor::Node& n : p.nodes) {
+      if (n.kind == inductor::NodeKind::Extern) continue;
+      inductor::GeneratedKernel k = inductor::emit_tile(p, n);
+      run_passes(k.program, default_passes());
+      kernels.push_back(cuda::emit_kernel(k.program));
+    }
+  }
+  ASSERT_GE(kernels.size(), 3u);
+  try {
+    const nvrtc::Output out = nvrtc::compile(cuda::translation_unit(kernels), "kiln_inductor_cuda_test.cu", "sm_90a", {"-std=c++17"});
+    EXPECT_EQ(out.log.find("warning"), std::string::npos) << out.log;
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
+
+TEST(TileCudaEmit, CubinsComeFromTheDiskCache) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  // The test process's own cache folder (tile_test_env.cc); a source no other test compiles.
+  const std::string src = cuda::translation_unit({cuda::emit_kernel(prepared({"vector_add", [] { return test::vector_add(256); }}))}) +
+                          "// TileCudaEmit.CubinsComeFromTheDiskCache\n";
+  const runtime::cache::Stats s0 = runtime::cache::stats();
+  const std::string cold = cuda::cubin(src, "vector_add.cu", "sm_90a");
+  const runtime::cache::Stats s1 = runtime::cache::stats();
+  EXPECT_EQ(s1.misses, s0.misses + 1);
+  EXPECT_EQ(s1.writes, s0.writes + 1);
+  const std::string warm = cuda::cubin(src, "vector_add.cu", "sm_90a");
+  EXPECT_EQ(runtime::cache::stats().hits, s1.hits + 1);
+  EXPECT_EQ(warm, cold);
+  EXPECT_EQ(cold.substr(0, 4), "\x7f" "ELF");  // a cubin is an ELF image
+  // Another arch is another entry.
+  EXPECT_NE(cuda::cubin(src, "vector_add.cu", "sm_80"), cold);
 }
 
 }  // namespace
