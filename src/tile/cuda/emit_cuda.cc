@@ -12,6 +12,8 @@
 // reductions and dot give each thread its own output elements; a scan runs on one thread.
 #include "tile/cuda/emit_cuda.h"
 
+#include <map>
+
 #include "scalar/prelude.h"
 #include "tile/cpu/emit_c.h"
 #include "tile/emit/c_like.h"
@@ -119,6 +121,18 @@ __device__ inline T kiln_tile_block_reduce(T v, F f) {
   return v;
 }
 
+// A block in registers: this thread's elements of it, R of them (V-element runs, S apart). The
+// per-element loops that read and write it are unrolled, so after inlining each [i] is a
+// constant index into r (i - V * threadIdx.x folds to a constant) and r stays in registers.
+template <class T, int R, int V, int S>
+struct kiln_tile_regs {
+  T r[R];
+  __device__ T& operator[](int i) {
+    const int c = i - int(threadIdx.x) * V;
+    return r[c / S * V + c % V];
+  }
+};
+
 // A scalar op with a side effect (an atomic): run by thread 0, its result given to every thread.
 template <class F>
 __device__ inline auto kiln_tile_by_one_thread(F f) {
@@ -216,18 +230,22 @@ class CudaEmitter final : public CLikeEmitter {
     return (d == kFloat64 ? "fma(" : "fmaf(") + a + ", " + b + ", " + c + ")";
   }
 
-  // This thread's elements of a block: runs of V consecutive elements, V * threads apart.
+  // This thread's elements of a block: runs of V consecutive elements, V * threads apart. A loop
+  // of a constant count over the runs, unrolled (fully, up to kMaxRuns runs: register blocks
+  // need constant indices), so that a thread's loads of several runs are in flight together.
   ElementIndex begin_elements(const std::vector<int64_t>& shape) override {
     if (serial_) return CLikeEmitter::begin_elements(shape);
     const int64_t n = numel(shape);
-    const int64_t v = n % 4 == 0 ? 4 : 1;  // 16 bytes of 4-byte elements
-    const std::string step = std::to_string(v * threads_);
-    // Unrolled, so that a thread's loads of several runs are in flight together.
-    if (n > v * threads_) out().line(n <= 8 * v * threads_ ? "#pragma unroll" : "#pragma unroll 8");
-    out().open("for (int _e = int(threadIdx.x) * " + std::to_string(v) + "; _e < " + std::to_string(n) + "; _e += " + step + ")");
-    if (v > 1) {
+    const Layout l = layout(n);
+    const int64_t runs = l.per_thread / l.run;
+    const std::string v = std::to_string(l.run);
+    if (runs > 1) out().line(runs <= kMaxRuns ? "#pragma unroll" : "#pragma unroll " + std::to_string(kMaxRuns));
+    out().open("for (int _r = 0; _r < " + std::to_string(runs) + "; ++_r)");
+    out().line("const int _e = (int(threadIdx.x) + _r * " + std::to_string(threads_) + ") * " + v + ";");
+    if (n % (l.run * threads_) != 0) out().open("if (_e < " + std::to_string(n) + ")");
+    if (l.run > 1) {
       out().line("#pragma unroll");
-      out().open("for (int _v = 0; _v < " + std::to_string(v) + "; ++_v)");
+      out().open("for (int _v = 0; _v < " + v + "; ++_v)");
       out().line("const int _i = _e + _v;");
     } else {
       out().line("const int _i = _e;");
@@ -249,13 +267,23 @@ class CudaEmitter final : public CLikeEmitter {
   }
   void end_elements(const std::vector<int64_t>& shape) override {
     if (serial_) return CLikeEmitter::end_elements(shape);
+    const int64_t n = numel(shape);
+    const Layout l = layout(n);
+    if (l.run > 1) out().close();
+    if (n % (l.run * threads_) != 0) out().close();
     out().close();
-    if (numel(shape) % 4 == 0) out().close();
     if (sync_after_) out().line("__syncthreads();");
     in_elements_ = false;
   }
-  // Blocks live in the kernel's dynamic shared memory, each at its own offset.
+  // A block only ever read at the thread's own elements lives in registers; any other in the
+  // kernel's dynamic shared memory, each at its own offset.
   void declare_block(const std::string& name, const std::string& type, int64_t n) override {
+    if (!serial_ && in_registers(name)) {
+      const Layout l = layout(n);
+      out().line("kiln_tile_regs<" + type + ", " + std::to_string(l.per_thread) + ", " + std::to_string(l.run) + ", " +
+                 std::to_string(l.run * threads_) + "> " + name + ";");
+      return;
+    }
     const int64_t at = shared_bytes_;
     shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
     if (shared_bytes_ > kMaxSharedBytes)
@@ -284,8 +312,47 @@ class CudaEmitter final : public CLikeEmitter {
     }
   }
 
+  // The blocked layout of n elements: runs of `run` consecutive elements, per_thread of them
+  // (a whole number of runs) in each thread.
+  struct Layout {
+    int64_t run, per_thread;
+  };
+  static constexpr int64_t kMaxRuns = 8;
+  Layout layout(int64_t n) const {
+    const int64_t run = n % 4 == 0 ? 4 : 1;  // 16 bytes of 4-byte elements
+    return {run, (n + run * threads_ - 1) / (run * threads_) * run};
+  }
+
+  // Whether the block named `name` (a value's array_name) may live in registers: it is a value
+  // computed elementwise, every reader reads it at the reader's own element (elementwise ops of
+  // its shape, a block-to-scalar reduction, a yield's copy), and it is unrolled fully.
+  bool in_registers(const std::string& name) {
+    if (by_array_.empty())
+      walk(program().body, [&](const Op& op) {
+        for (const Value* r : op.results) by_array_[array_name(r)] = r;
+        for (const Value* v : op.operands) users_of_[v].push_back(&op);
+      });
+    auto it = by_array_.find(name);
+    if (it == by_array_.end()) return false;
+    const Value* v = it->second;
+    const Layout l = layout(v->type.numel());
+    if (l.per_thread > kMaxRuns * l.run || !v->def || !own_elements(v->def->code)) return false;
+    for (const Op* u : users_of_[v]) {
+      const bool to_scalar = u->code == OpCode::Reduce && v->type.rank() == 1 && u->reduce != ReduceKind::Argmax &&
+                             u->reduce != ReduceKind::Argmin;
+      if (!own_elements(u->code) && !to_scalar && u->code != OpCode::Yield) return false;
+    }
+    return true;
+  }
+  static bool own_elements(OpCode c) {
+    return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
+           c == OpCode::Store || c == OpCode::AtomicAdd;
+  }
+
   int threads_ = 128;
   int64_t shared_bytes_ = 0;
+  std::map<std::string, const Value*> by_array_;
+  std::map<const Value*, std::vector<const Op*>> users_of_;
   bool in_elements_ = false;  // inside a per-element loop: each thread's own elements
   bool sync_after_ = true;    // a barrier after each per-element loop (not after one that only reads)
   bool serial_ = false;       // emitting code for one thread (the base's loops)

@@ -34,8 +34,9 @@ TEST(TileCudaEmit, EntryPointAndLayout) {
   EXPECT_NE(k.source.find("extern \"C\" __global__ void __launch_bounds__(128) kiln_tile_vector_add("), std::string::npos)
       << k.source;
   EXPECT_NE(k.source.find("blockIdx.x"), std::string::npos) << k.source;
-  // 1024 elements over 128 threads: runs of 4 consecutive elements, 512 apart.
-  EXPECT_NE(k.source.find("for (int _e = int(threadIdx.x) * 4; _e < 1024; _e += 512)"), std::string::npos) << k.source;
+  // 1024 elements over 128 threads: 2 runs of 4 consecutive elements, 512 apart.
+  EXPECT_NE(k.source.find("for (int _r = 0; _r < 2; ++_r)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("const int _e = (int(threadIdx.x) + _r * 128) * 4;"), std::string::npos) << k.source;
 
   p.meta.num_warps = 8;
   EXPECT_EQ(cuda::emit_kernel(p).threads, 256);
@@ -47,8 +48,12 @@ TEST(TileCudaEmit, ReductionsAndAtomics) {
   const cuda::EmittedKernel s = cuda::emit_kernel(prepared({"softmax", [] { return test::softmax(1024); }}));
   EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_max{})"), std::string::npos) << s.source;
   EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_sum{})"), std::string::npos) << s.source;
-  EXPECT_GT(s.shared_bytes, 0);
-  EXPECT_LE(s.shared_bytes, 2 * 1024 * 4);  // at most the loaded row and its exp, in f32
+  // The loaded row and its exp are read only at each thread's own elements: in registers.
+  EXPECT_EQ(s.shared_bytes, 0) << s.source;
+  EXPECT_NE(s.source.find("kiln_tile_regs<float, 8, 4, 512> "), std::string::npos) << s.source;
+  // A block read at other threads' elements (a dot's operands) is in shared memory.
+  const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"matmul", [] { return test::matmul(32, 32, 16); }}));
+  EXPECT_GE(mm.shared_bytes, (32 * 16 + 16 * 32) * 4) << mm.source;
   const cuda::EmittedKernel h = cuda::emit_kernel(prepared({"histogram", [] { return test::histogram(kFloat32); }}));
   // The block's atomics per element; the scalar one by one thread for the whole program.
   EXPECT_NE(h.source.find("kiln_tile_atomic_add<float>("), std::string::npos) << h.source;
