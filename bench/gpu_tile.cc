@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "runtime/cuda/driver.h"
-#include "tile/builder.h"
+#include "gpu_tile_kernels.h"
 #include "tile/cuda/kernel.h"
 #include "tile/passes/passes.h"
 
@@ -24,94 +24,10 @@ namespace {
 
 using namespace kiln;
 using namespace kiln::tile;
+namespace gb = kiln::tile::gpu_bench;
 namespace rc = kiln::runtime::cuda;
 
 constexpr double kBandwidth = 4.3e12;  // bytes/s
-
-// Non-zero pseudo-random values in [-2, 2) from each element's index (no host round trip).
-Program fill_kernel(DType d) {
-  Builder b(std::string("fill_") + short_name(d));
-  auto out = b.arg_ptr("out", d);
-  auto n = b.arg_int("n", kInt64);
-  auto seed = b.arg_float("seed");
-  auto offs = b.program_id(0).to(kInt64) * 1024 + b.arange(0, 1024).to(kInt64);
-  auto s = b.sin(offs.to(kFloat32) * 12.9898 + seed) * 43758.5453;
-  b.store(out + offs, (s - b.floor(s)) * 4.0 - 2.0 + 1e-3, offs < n);
-  return b.finish();
-}
-
-// out = x + y over n elements.
-Program vector_add(int64_t block) {
-  Builder b("vector_add");
-  auto x = b.arg_ptr("x", kBFloat16), y = b.arg_ptr("y", kBFloat16), out = b.arg_ptr("out", kBFloat16);
-  auto n = b.arg_int("n", kInt64);
-  auto offs = b.program_id(0).to(kInt64) * block + b.arange(0, block).to(kInt64);
-  auto m = offs < n;
-  b.store(out + offs, b.load(x + offs, m).to(kFloat32) + b.load(y + offs, m).to(kFloat32), m);
-  return b.finish();
-}
-
-// One program per row of cols (== BLOCK) elements; fp32 math, bf16 in and out.
-Program softmax(int64_t cols) {
-  Builder b("softmax");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
-  auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
-  auto row = b.program_id(0).to(kInt64) * cols;
-  auto offs = b.arange(0, cols);
-  auto v = b.load(x + row + offs).to(kFloat32);
-  auto e = b.exp(v - b.max(v, 0));
-  b.store(out + row + offs, e / b.sum(e, 0));
-  return b.finish();
-}
-
-Program layernorm(int64_t cols) {
-  Builder b("layernorm");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
-  auto x = b.arg_ptr("x", kBFloat16), w = b.arg_ptr("w", kBFloat16), bias = b.arg_ptr("bias", kBFloat16);
-  auto out = b.arg_ptr("out", kBFloat16);
-  auto row = b.program_id(0).to(kInt64) * cols;
-  auto offs = b.arange(0, cols);
-  auto v = b.load(x + row + offs).to(kFloat32);
-  auto d = v - b.sum(v, 0) / double(cols);
-  auto rstd = b.rsqrt(b.sum(d * d, 0) / double(cols) + 1e-5);
-  b.store(out + row + offs, d * rstd * b.load(w + offs).to(kFloat32) + b.load(bias + offs).to(kFloat32));
-  return b.finish();
-}
-
-Program rmsnorm(int64_t cols) {
-  Builder b("rmsnorm");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
-  auto x = b.arg_ptr("x", kBFloat16), w = b.arg_ptr("w", kBFloat16), out = b.arg_ptr("out", kBFloat16);
-  auto row = b.program_id(0).to(kInt64) * cols;
-  auto offs = b.arange(0, cols);
-  auto v = b.load(x + row + offs).to(kFloat32);
-  auto r = b.rsqrt(b.sum(v * v, 0) / double(cols) + 1e-6);
-  b.store(out + row + offs, v * r * b.load(w + offs).to(kFloat32));
-  return b.finish();
-}
-
-// The mean over rows of logsumexp(x[row]) - x[row, target[row]]: one program per row, an online
-// logsumexp over chunks of BLOCK columns, each row's loss added into loss[0] / rows.
-Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
-  Builder b("cross_entropy");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
-  auto x = b.arg_ptr("x", kBFloat16), target = b.arg_ptr("target", kInt64), loss = b.arg_ptr("loss", kFloat32);
-  auto row = b.program_id(0).to(kInt64);
-  auto base = row * cols;
-  auto offs = b.arange(0, block).to(kInt64);
-  auto r = b.for_loop(int64_t(0), cols, block, {b.constant(Scalar(-INFINITY), kFloat32), b.constant(Scalar(0.0), kFloat32)},
-                      [&](Val c, const std::vector<Val>& carried) {
-                        auto m = c + offs < cols;
-                        auto v = b.load(x + base + c + offs, m, -INFINITY).to(kFloat32);
-                        auto mx = b.maximum(carried[0], b.max(v, 0));
-                        auto s = carried[1] * b.exp(carried[0] - mx) + b.sum(b.exp(v - mx), 0);
-                        return std::vector<Val>{mx, s};
-                      });
-  auto t = b.load(target + row);
-  auto picked = b.load(x + base + t).to(kFloat32);
-  b.atomic_add(loss, (b.log(r[1]) + r[0] - picked) / double(rows));
-  return b.finish();
-}
 
 struct Buffer {
   void* p = nullptr;
@@ -159,8 +75,8 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--reps")) g_reps = std::max(1, std::atoi(argv[i + 1]));
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
     std::vector<cuda::EmittedKernel> ks;
-    for (Program* p : {new Program(fill_kernel(kBFloat16)), new Program(vector_add(4096)), new Program(softmax(8192)),
-                       new Program(layernorm(8192)), new Program(rmsnorm(8192)), new Program(cross_entropy(32000, 16384, 4096))}) {
+    for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::softmax(8192)),
+                       new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 4096))}) {
       verify(*p);
       run_passes(*p, default_passes());
       ks.push_back(cuda::emit_kernel(*p));
@@ -177,7 +93,7 @@ int main(int argc, char** argv) {
     rc::set_device(0);
     std::printf("gpu_tile on %s (%s), median of %d\n", rc::properties(0).name.c_str(), rc::properties(0).arch().c_str(), g_reps);
     const int64_t rows = 16384, cols = 8192, n = rows * cols, vocab = 32000;
-    const cuda::Kernel fill = cuda::compile(fill_kernel(kBFloat16));
+    const cuda::Kernel fill = cuda::compile(gb::fill_kernel(kBFloat16));
     auto filled = [&](int64_t count, double seed) {
       auto* b = new Buffer(size_t(count) * 2);
       fill(cuda::Grid(cdiv(count, 1024)), b->ptr(), count, seed);
@@ -186,16 +102,16 @@ int main(int argc, char** argv) {
     auto x = filled(n, 0.1), y = filled(n, 0.2), w = filled(cols, 0.3), bias = filled(cols, 0.4);
     Buffer out(size_t(n) * 2);
 
-    const cuda::Kernel add = cuda::compile(vector_add(4096));
+    const cuda::Kernel add = cuda::compile(gb::vector_add(4096));
     report("vector_add", "16384x8192", time_ms([&] { add(cuda::Grid(cdiv(n, 4096)), x->ptr(), y->ptr(), out.ptr(), n); }), 3.0 * n * 2);
 
-    const cuda::Kernel sm = cuda::compile(softmax(cols));
+    const cuda::Kernel sm = cuda::compile(gb::softmax(cols));
     report("softmax", "16384x8192", time_ms([&] { sm(cuda::Grid(rows), x->ptr(), out.ptr()); }), 2.0 * n * 2);
 
-    const cuda::Kernel ln = cuda::compile(layernorm(cols));
+    const cuda::Kernel ln = cuda::compile(gb::layernorm(cols));
     report("layernorm", "16384x8192", time_ms([&] { ln(cuda::Grid(rows), x->ptr(), w->ptr(), bias->ptr(), out.ptr()); }), 2.0 * n * 2);
 
-    const cuda::Kernel rms = cuda::compile(rmsnorm(cols));
+    const cuda::Kernel rms = cuda::compile(gb::rmsnorm(cols));
     report("rmsnorm", "16384x8192", time_ms([&] { rms(cuda::Grid(rows), x->ptr(), w->ptr(), out.ptr()); }), 2.0 * n * 2);
 
     x.reset();
@@ -205,7 +121,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> t(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) t[size_t(i)] = (i * 7919) % vocab;
     rc::copy_sync(target.p, t.data(), t.size() * 8, rc::CopyKind::HostToDevice, nullptr);
-    const cuda::Kernel ce = cuda::compile(cross_entropy(vocab, rows, 4096));
+    const cuda::Kernel ce = cuda::compile(gb::cross_entropy(vocab, rows, 4096));
     report("cross_entropy", "16384x32000", time_ms([&] { ce(cuda::Grid(rows), logits->ptr(), target.ptr(), loss.ptr()); }),
            double(rows) * vocab * 2);
   } catch (const kiln::Error& e) {

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/gpu_tile_kernels.h"
 #include "tests/unit/tile/tile_kernels.h"
 
 namespace kiln::tile::test {
@@ -92,6 +93,11 @@ inline Program reductions() {
   return b.finish();
 }
 
+inline Program renamed(Program p, std::string name) {
+  p.name = std::move(name);
+  return p;
+}
+
 struct NamedKernel {
   std::string name;
   std::function<Program()> make;
@@ -101,11 +107,7 @@ struct NamedKernel {
 inline std::vector<NamedKernel> cuda_kernels() {
   return {
       {"vector_add", [] { return vector_add(1024); }},
-      {"vector_add_f16", [] {
-         Program p = vector_add(2048, kFloat16);
-         p.name = "vector_add_f16";
-         return p;
-       }},
+      {"vector_add_f16", [] { return renamed(vector_add(2048, kFloat16), "vector_add_f16"); }},
       {"pointwise_chain", [] { return pointwise_chain(); }},
       {"softmax", [] { return softmax(1024); }},
       {"layer_norm", [] { return layer_norm(1024); }},
@@ -114,6 +116,12 @@ inline std::vector<NamedKernel> cuda_kernels() {
       {"loops", [] { return loops(); }},
       {"reductions", [] { return reductions(); }},
       {"matmul", [] { return matmul(32, 32, 16); }},
+      // bench/gpu_tile.cc's kernels (bf16, 512 threads) at small shapes.
+      {"bench_vector_add", [] { return renamed(gpu_bench::vector_add(1024), "bench_vector_add"); }},
+      {"bench_softmax", [] { return renamed(gpu_bench::softmax(1024), "bench_softmax"); }},
+      {"bench_layernorm", [] { return renamed(gpu_bench::layernorm(1024), "bench_layernorm"); }},
+      {"bench_rmsnorm", [] { return renamed(gpu_bench::rmsnorm(1024), "bench_rmsnorm"); }},
+      {"bench_cross_entropy", [] { return renamed(gpu_bench::cross_entropy(1000, 2, 256), "bench_cross_entropy"); }},
   };
 }
 
