@@ -207,6 +207,23 @@ def test_prims_of_many_ops_match_kiln():
         np.testing.assert_allclose(g, w.numpy(), rtol=1e-5, atol=1e-6)
 
 
+def writes(x, i):
+    y = x * 2
+    y[:, 1] = 0                          # writes through views: functionalized to scatters
+    y[0] += 1
+    y[i, 2] = kiln.tensor([5.0, 6.0])
+    z = kiln.zeros(3, 4).index_put((i, kiln.tensor([0, 3])), kiln.tensor(1.5), accumulate=True)
+    return y, z
+
+
+def test_in_place_writes_match_kiln():
+    x, i = kiln.randn(3, 4), kiln.tensor([2, -3])
+    proto = kiln.onnx.export(writes, (x, i), None)
+    assert "ScatterND" in {n.op_type for n in proto.graph.node}
+    for g, w in zip(run(proto, x=x.numpy(), i=i.numpy()), writes(x, i)):
+        np.testing.assert_array_equal(g, w.numpy())
+
+
 def test_opset_18_reductions():
     x = kiln.randn(3, 5)
     f = lambda t: (t.amax(dim=1) + t.amin(dim=0).sum() + t.prod(dim=1), KF.layer_norm(t, [5]))  # noqa: E731

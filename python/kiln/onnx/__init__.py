@@ -64,7 +64,7 @@ def _dynamic_axes(dynamic_axes):
         if isinstance(axes, dict):
             out[name] = {int(d): str(a) for d, a in axes.items()}
         elif isinstance(axes, (list, tuple)):
-            out[name] = {int(d): f"{name}_dynamic_axes_{int(d) + 1}" for d in axes}
+            out[name] = {int(d): f"{name}_dynamic_axes_{i + 1}" for i, d in enumerate(axes)}  # PyTorch's names
         else:
             raise TypeError(f"kiln.onnx.export: dynamic_axes['{name}'] must be a dict {{dim: name}} or a list of dims, "
                             f"not {type(axes).__name__}")

@@ -49,7 +49,6 @@ class Converter:
         self.types = _dtype_table()
         self.nodes, self.initializers = [], []
         self.names = {}          # value id -> ONNX name
-        self.values = {}         # value id -> _GraphValue
         self.constants = {}      # value id -> numpy literal (constant nodes)
         self.symbols = {}        # size symbol -> (ONNX input name, dim)
         self._sizes = {}         # symbolic expression -> ONNX name of its int64 [1] tensor
@@ -68,7 +67,6 @@ class Converter:
 
     def bind(self, v, name):
         self.names[v.id] = name
-        self.values[v.id] = v
         self._used.add(name)
 
     def onnx_type(self, dtype):
@@ -86,37 +84,27 @@ class Converter:
         self.nodes.append(node)
         return outs if n_out != 1 else outs[0]
 
-    def const(self, array, hint="const"):
-        name = self.fresh(hint)
-        self.initializers.append(self.onnx.numpy_helper.from_array(np.asarray(array), name))
+    def initializer(self, name, array, onnx_type):
+        """Adds an initializer of ONNX type onnx_type holding array's values; returns its name."""
+        if onnx_type == self.onnx.TensorProto.BFLOAT16:  # numpy has no bfloat16: its bits, rounded to nearest even
+            u = np.array(array, np.float32).view(np.uint32).astype(np.uint64)  # (np.array: a C-ordered copy, 0-d kept)
+            bits = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
+            init = self.helper.make_tensor(name, onnx_type, list(np.shape(array)), bits.tobytes(), raw=True)
+        else:
+            np_t = self.helper.tensor_dtype_to_np_dtype(onnx_type)
+            init = self.onnx.numpy_helper.from_array(np.array(array, dtype=np_t), name)
+        self.initializers.append(init)
         return name
 
     def tensor_initializer(self, name, t):
-        """An initializer holding tensor t's data, of t's dtype."""
-        a = to_numpy(t)
-        if _dname(t.dtype) == "bfloat16":
-            P = self.onnx.TensorProto
-            bits = (np.ascontiguousarray(a, np.float32).view(np.uint32) >> 16).astype(np.uint16)
-            init = self.helper.make_tensor(name, P.BFLOAT16, list(a.shape), bits.tobytes(), raw=True)
-        else:
-            init = self.onnx.numpy_helper.from_array(np.ascontiguousarray(a), name)
-        self.initializers.append(init)
+        return self.initializer(name, to_numpy(t), self.onnx_type(t.dtype))
 
     def ints(self, values, hint="ints"):
-        return self.const(np.array(values, dtype=np.int64), hint)
+        return self.initializer(self.fresh(hint), np.array(values, dtype=np.int64), self.onnx.TensorProto.INT64)
 
     def scalar(self, value, dtype, hint="scalar"):
         """A 0-d constant of kiln dtype `dtype`."""
-        name = self.fresh(hint)
-        P = self.onnx.TensorProto
-        t = self.onnx_type(dtype)
-        if t == P.BFLOAT16:
-            bits = (np.array(value, np.float32).view(np.uint32) >> 16).astype(np.uint16)
-            self.initializers.append(self.helper.make_tensor(name, t, [], bits.tobytes(), raw=True))
-        else:
-            np_t = self.helper.tensor_dtype_to_np_dtype(t)
-            self.initializers.append(self.onnx.numpy_helper.from_array(np.array(value, dtype=np_t), name))
-        return name
+        return self.initializer(self.fresh(hint), np.array(value), self.onnx_type(dtype))
 
     def input(self, v, dtype=None):
         """The ONNX name of value v, cast to kiln dtype `dtype` when given and different."""
@@ -128,13 +116,8 @@ class Converter:
         key = (v.id, str(dtype))
         if key not in self._casts:
             if v.id in self.constants:  # a literal (a wrapped number): converted here, no Cast node
-                lit = self.constants[v.id]
-                if _dname(dtype) == "bfloat16":
-                    self._casts[key] = self.scalar(lit.astype(np.float32), dtype, "const") if lit.ndim == 0 else \
-                        self.emit("Cast", [name], to=self.onnx_type(dtype))
-                else:
-                    np_t = self.helper.tensor_dtype_to_np_dtype(self.onnx_type(dtype))
-                    self._casts[key] = self.const(lit.astype(np_t), name + "_" + _dname(dtype))
+                self._casts[key] = self.initializer(self.fresh(name + "_" + _dname(dtype)), self.constants[v.id],
+                                                    self.onnx_type(dtype))
             else:
                 self._casts[key] = self.emit("Cast", [name], to=self.onnx_type(dtype))
         return self._casts[key]
@@ -211,10 +194,8 @@ class Converter:
         self.node = n
         if n["op"] == "constant":
             v = n["outputs"][0]
-            lit = to_numpy(n["literal"])
-            name = self.fresh(f"const_{v.id}")
-            self.tensor_initializer(name, n["literal"])
-            self.constants[v.id] = np.asarray(lit)
+            name = self.tensor_initializer(self.fresh(f"const_{v.id}"), n["literal"])
+            self.constants[v.id] = to_numpy(n["literal"])
             self.bind(v, name)
             return
         handler = OPS.get(n["op"])
@@ -582,6 +563,34 @@ def _scatter(c, n, a):
             c.fail(f"scatter_reduce with reduce='{a['reduce']}' needs opset 18 or later")
     return c.emit("ScatterElements", [c.input(x), c.input(a["index"], _C.int64), c.input(a["src"], x.dtype)],
                   axis=a["dim"] % max(len(x.shape), 1), reduction=reduction)
+
+
+@op("index_put")
+def _index_put(c, n, a):
+    """self[i0, i1, ...] = values (or += with accumulate) for index tensors of the leading dims:
+    ScatterND. (Functionalize writes through views this way: an index into the flattened base.)"""
+    x, indices = a["self"], list(a["indices"])
+    if not indices or any(i is None for i in indices):
+        c.fail("index_put with None (full-slice) indices has no ONNX mapping")
+    shapes = [tuple(i.shape) for i in indices]
+    if len(set(shapes)) == 1:
+        bshape = list(shapes[0])
+    elif all(isinstance(d, int) for s in shapes for d in s):
+        bshape = list(np.broadcast_shapes(*shapes))
+    else:
+        c.fail("index_put with index tensors of different symbolic shapes")
+    cols = []
+    for d, i in enumerate(indices):
+        idx = c.input(i, _C.int64)
+        if str(i.dtype) == str(_C.bool):
+            c.fail("index_put with a boolean mask has no ONNX mapping")
+        idx = c.emit("Mod", [idx, c.size(x.shape[d])], fmod=0)  # negative indices count from the end
+        if list(i.shape) != bshape:
+            idx = c.emit("Expand", [idx, c.shape(bshape)])
+        cols.append(c.emit("Unsqueeze", [idx, c.ints([-1], "axes")]))
+    where = cols[0] if len(cols) == 1 else c.emit("Concat", cols, axis=-1)
+    updates = c.emit("Expand", [c.input(a["values"], x.dtype), c.shape(bshape + list(x.shape[len(indices):]))])
+    return c.emit("ScatterND", [c.input(x), where, updates], reduction="add" if a["accumulate"] else "none")
 
 
 # ---- creation
