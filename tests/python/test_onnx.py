@@ -224,6 +224,20 @@ def test_in_place_writes_match_kiln():
         np.testing.assert_array_equal(g, w.numpy())
 
 
+def test_nested_and_keyword_arguments_are_named_and_dynamic():
+    def f(pair, extra):
+        return pair[0] + pair[1] * extra["w"]
+    a, b, w = kiln.randn(3, 4), kiln.randn(3, 4), kiln.randn(4)
+    proto = kiln.onnx.export(f, ((a, b), {"extra": {"w": w}}), None,
+                             dynamic_axes={"pair_0": {0: "n"}, "pair_1": {0: "n"}, "output": {0: "n"}})
+    assert [i.name for i in proto.graph.input] == ["pair_0", "pair_1", "extra_w"]
+    a5, b5 = kiln.randn(5, 4), kiln.randn(5, 4)
+    (y,) = run(proto, pair_0=a5.numpy(), pair_1=b5.numpy(), extra_w=w.numpy())
+    np.testing.assert_allclose(y, (a5 + b5 * w).numpy(), rtol=1e-6)
+    with pytest.raises(kiln.onnx.OnnxExporterError, match=r"dynamic_axes names \['pair'\]"):
+        kiln.onnx.export(f, ((a, b), {"extra": {"w": w}}), dynamic_axes={"pair": [0]})
+
+
 def test_opset_18_reductions():
     x = kiln.randn(3, 5)
     f = lambda t: (t.amax(dim=1) + t.amin(dim=0).sum() + t.prod(dim=1), KF.layer_norm(t, [5]))  # noqa: E731

@@ -13,7 +13,7 @@ from .. import _C
 from .._grad_mode import no_grad
 from ..nn import module as _module
 from . import _convert
-from ._capture import GraphView, OnnxExporterError, argument_names, capture
+from ._capture import GraphView, OnnxExporterError, capture, tensor_leaves
 
 __all__ = ["export", "TrainingMode", "OnnxExporterError", "is_in_onnx_export", "capture_graph"]
 
@@ -112,18 +112,14 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
         raise OnnxExporterError(f"kiln.onnx.export: opset_version={opset} is not supported: kiln exports opset 17 "
                                 f"(LayerNormalization) up to {newest} (the installed onnx package's newest)")
     args, kwargs = _split_args(args, kwargs)
-    tensors = [a for a in args if isinstance(a, _C.Tensor)]
-    n_args = len(tensors)
-    names = list(input_names or []) + argument_names(model, n_args)[len(input_names or []):]
-    if len(names) > n_args:
-        raise OnnxExporterError(f"kiln.onnx.export: {len(names)} input_names for {n_args} tensor arguments")
+    leaves = tensor_leaves(model, args, kwargs)
+    if len(input_names or []) > len(leaves):
+        raise OnnxExporterError(f"kiln.onnx.export: {len(input_names)} input_names for {len(leaves)} tensor arguments")
+    names = list(input_names or []) + [name for name, _ in leaves[len(input_names or []):]]
     axes = _dynamic_axes(dynamic_axes)
-    # The positions of the tensor arguments among args, to mark their dynamic axes.
-    positions = [i for i, a in enumerate(args) if isinstance(a, _C.Tensor)]
-    dyn = {}
-    for k, name in enumerate(names):
+    dyn = {}  # tensor argument k -> the dims to trace symbolic
+    for k, (name, (_, t)) in enumerate(zip(names, leaves)):
         for d, axis in axes.get(name, {}).items():
-            t = tensors[k]
             if not -t.dim() <= d < t.dim():
                 raise OnnxExporterError(f"kiln.onnx.export: dynamic axis {d} of input '{name}' is out of range for its "
                                         f"{t.dim()}-d example")
@@ -131,7 +127,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
                 raise OnnxExporterError(f"kiln.onnx.export: dynamic axis {d} ('{axis}') of input '{name}' has size "
                                         f"{t.shape[d]} in the example; kiln specializes sizes 0 and 1, so give an "
                                         "example of size 2 or more there")
-            dyn.setdefault(positions[k], []).append(d % t.dim())
+            dyn.setdefault(k, []).append(d % t.dim())
 
     modes = []
     if isinstance(model, _module.Module) and training != TrainingMode.PRESERVE:
@@ -167,6 +163,10 @@ def _build(view, input_names, output_names, axes, opset, export_params, keep_ini
     if clash or len(set(out_names)) < n_out:
         raise OnnxExporterError(f"kiln.onnx.export: output names must be unique and differ from the input names "
                                 f"(given {out_names}, inputs {input_names})")
+    stray = set(axes) - set(input_names) - set(out_names)
+    if stray:
+        raise OnnxExporterError(f"kiln.onnx.export: dynamic_axes names {sorted(stray)}, which are neither inputs "
+                                f"{input_names} nor outputs {out_names}")
     c._used.update(out_names)
     graph_inputs = []  # (value, ONNX name, dims the caller named)
     symbol_names = {}  # size symbol -> its axis name (dynamic_axes), else its own (s0)

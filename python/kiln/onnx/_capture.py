@@ -41,17 +41,17 @@ def capture(model, args, kwargs, keep, dynamic_dims, describe_axis=None):
     """The GraphView of model(*args, **kwargs). dynamic_dims: {argument index: [dims]} of tensor
     arguments to trace with symbolic sizes (besides those kiln.mark_dynamic marked);
     describe_axis(k, dim, symbol): how errors name dim `dim` of the k-th tensor argument."""
-    args = list(args)
-    for i, dims in dynamic_dims.items():
-        t = _C._graph_view_alias(args[i])  # the caller's tensor keeps its marks as they were
-        for d in dims:
-            _compile.mark_dynamic(t, d)
-        args[i] = t
+    def alias(k, name, t):
+        if k not in dynamic_dims:
+            return t
+        a = _C._graph_view_alias(t)  # the caller's tensor keeps its marks as they were
+        for d in dynamic_dims[k]:
+            _compile.mark_dynamic(a, d)
+        return a
+    args, kwargs = map_tensors(model, args, kwargs, alias)
     fn = _compile.CompiledFunction(model, dict(backend="_graph_view", dynamic=False, fullgraph=True,
                                                recompile_limit=1, error_on_recompile_limit=True))
-    leaves = []
-    _compile._flatten((tuple(args), kwargs), leaves, [])
-    num_args = sum(isinstance(x, _C.Tensor) for x in leaves)
+    num_args = len(tensor_leaves(model, args, kwargs))
     try:
         captured, result = _C._graph_view(lambda: fn(*args, **kwargs))
     except Exception as e:
@@ -80,14 +80,35 @@ def capture(model, args, kwargs, keep, dynamic_dims, describe_axis=None):
     return GraphView(captured.view(keep, named), num_args, specializations, result)
 
 
-def argument_names(model, n):
-    """Names for n flattened tensor arguments: the forward's parameter names when they match."""
-    fn = model.forward if isinstance(model, _module.Module) else model
+def map_tensors(model, args, kwargs, fn):
+    """(args, kwargs) with every tensor t replaced by fn(k, name, t), k counting the tensors in the
+    order they become graph inputs (kiln.compile's flattening: positional arguments, then keyword
+    arguments; lists, tuples and dicts item by item). name: the forward's parameter name (a list's
+    items name_0, name_1, ..., a dict's name_key), input_i past the named parameters."""
+    target = model.forward if isinstance(model, _module.Module) else model
     try:
-        params = [p for p in inspect.signature(fn).parameters.values()
+        params = [p.name for p in inspect.signature(target).parameters.values()
                   if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     except (TypeError, ValueError):
         params = []
-    if len(params) >= n:
-        return [p.name for p in params[:n]]
-    return [f"input_{i}" for i in range(n)]
+    count = [0]
+
+    def walk(obj, name):
+        if isinstance(obj, _C.Tensor):
+            count[0] += 1
+            return fn(count[0] - 1, name, obj)
+        if isinstance(obj, dict):
+            return {k: walk(v, f"{name}_{k}") for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            items = [walk(o, f"{name}_{j}") for j, o in enumerate(obj)]
+            return items if isinstance(obj, list) else type(obj)._make(items) if hasattr(obj, "_make") else type(obj)(items)
+        return obj
+    args = tuple(walk(a, params[i] if i < len(params) else f"input_{i}") for i, a in enumerate(args))
+    return args, {k: walk(v, k) for k, v in kwargs.items()}
+
+
+def tensor_leaves(model, args, kwargs):
+    """[(name, tensor)] of the call's tensor arguments, in graph-input order (map_tensors)."""
+    out = []
+    map_tensors(model, args, kwargs, lambda k, name, t: out.append((name, t)) or t)
+    return out
