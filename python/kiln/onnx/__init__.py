@@ -13,7 +13,7 @@ from .. import _C
 from .._grad_mode import no_grad
 from ..nn import module as _module
 from . import _convert
-from ._capture import GraphView, OnnxExporterError, capture, tensor_leaves
+from ._capture import GraphView, OnnxExporterError, capture, tensor_leaves, unwrap
 
 __all__ = ["export", "TrainingMode", "OnnxExporterError", "is_in_onnx_export", "capture_graph"]
 
@@ -85,7 +85,7 @@ def capture_graph(model, args=(), kwargs=None):
     composites) the exporter maps: a GraphView (inputs, nodes, outputs; str() prints it)."""
     args, kwargs = _split_args(args, kwargs)
     with no_grad():
-        return capture(model, args, kwargs, _convert.KEEP, {})
+        return capture(unwrap(model), args, kwargs, _convert.KEEP, {})
 
 
 def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=False, training=TrainingMode.EVAL,
@@ -112,6 +112,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
         raise OnnxExporterError(f"kiln.onnx.export: opset_version={opset} is not supported: kiln exports opset 17 "
                                 f"(LayerNormalization) up to {newest} (the installed onnx package's newest)")
     args, kwargs = _split_args(args, kwargs)
+    model = unwrap(model)  # kiln.compile(model): the model itself, its state_dict names without "_orig_mod."
     leaves = tensor_leaves(model, args, kwargs)
     if len(input_names or []) > len(leaves):
         raise OnnxExporterError(f"kiln.onnx.export: {len(input_names)} input_names for {len(leaves)} tensor arguments")

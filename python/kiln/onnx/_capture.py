@@ -37,6 +37,16 @@ class GraphView:
         return self.text
 
 
+def unwrap(model):
+    """The module or function a kiln.compile result wraps (an export captures it afresh)."""
+    from .._optimized_module import OptimizedModule
+    if isinstance(model, OptimizedModule):
+        model = model._orig_mod
+    while isinstance(model, _compile.CompiledFunction):
+        model = model._fn
+    return model
+
+
 def capture(model, args, kwargs, keep, dynamic_dims, describe_axis=None):
     """The GraphView of model(*args, **kwargs). dynamic_dims: {argument index: [dims]} of tensor
     arguments to trace with symbolic sizes (besides those kiln.mark_dynamic marked);

@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 
-from .. import _C
+from .. import _C, _creation
 from ._capture import OnnxExporterError
 
 _INT64_MAX = 2**63 - 1
@@ -50,6 +50,7 @@ class Converter:
         self.nodes, self.initializers = [], []
         self.names = {}          # value id -> ONNX name
         self.constants = {}      # value id -> numpy literal (constant nodes)
+        self.wrapped = set()     # ids of the constants that are wrapped numbers
         self.symbols = {}        # size symbol -> (ONNX input name, dim)
         self._sizes = {}         # symbolic expression -> ONNX name of its int64 [1] tensor
         self._casts = {}
@@ -121,6 +122,13 @@ class Converter:
             else:
                 self._casts[key] = self.emit("Cast", [name], to=self.onnx_type(dtype))
         return self._casts[key]
+
+    def stand_in(self, v):
+        """For kiln's type promotion: a wrapped number as the Python number it was, any other
+        value as an empty tensor of its dtype and rank."""
+        if v.id in self.wrapped:
+            return self.constants[v.id].item()
+        return _creation.empty([1] * len(v.shape), dtype=v.dtype)
 
     def cast(self, name, dtype):
         return self.emit("Cast", [name], to=self.onnx_type(dtype))
@@ -196,6 +204,8 @@ class Converter:
             v = n["outputs"][0]
             name = self.tensor_initializer(self.fresh(f"const_{v.id}"), n["literal"])
             self.constants[v.id] = to_numpy(n["literal"])
+            if n["wrapped"]:
+                self.wrapped.add(v.id)
             self.bind(v, name)
             return
         handler = OPS.get(n["op"])
@@ -352,7 +362,7 @@ def _hypot(c, n, a):
 def _compare(onnx_op, negate=False):
     def handler(c, n, a):
         x, y = a["self"], a["other"]
-        dt = _C.promote_types(x.dtype, y.dtype)
+        dt = _C.result_type(c.stand_in(x), c.stand_in(y))  # what kiln compared in
         out = c.emit(onnx_op, [c.input(x, dt), c.input(y, dt)])
         return c.emit("Not", [out]) if negate else out
     return handler
