@@ -193,6 +193,25 @@ def test_dynamic_axis_the_model_fixes_is_an_error():
         kiln.onnx.export(km, (kiln.randint(0, 29, (2, 8)),), dynamic_axes={"idx": {1: "T"}})
 
 
+def encoder(M):
+    kw = dict(enable_nested_tensor=False) if M is torch else {}
+    return M.nn.TransformerEncoder(M.nn.TransformerEncoderLayer(16, 4, 32, batch_first=True), 2, **kw)
+
+
+def test_transformer_encoder_with_a_mask_matches_kiln_and_torch():
+    km, tm = make(encoder)
+    km.eval()
+    tm.eval()
+    x = kiln.randn(2, 5, 16)
+    mask = knn.Transformer.generate_square_subsequent_mask(5)
+    proto = kiln.onnx.export(km, (x, {"mask": mask}), None)
+    assert [i.name for i in proto.graph.input] == ["src", "mask"]
+    (y,) = run(proto, src=x.numpy(), mask=mask.numpy())
+    np.testing.assert_allclose(y, km(x, mask=mask).detach().numpy(), rtol=1e-5, atol=1e-5)
+    want = tm(torch.tensor(x.numpy()), mask=torch.tensor(mask.numpy())).detach().numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-5)
+
+
 def ops_zoo(x, y, i):
     a = kiln.where(x > y, x * 2.5, y - 1) / (y.abs() + 1)
     b = kiln.cat([a, x.flip(0), KF.pad(y, (1, 0))[:, 1:]], dim=1)

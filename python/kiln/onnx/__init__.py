@@ -15,7 +15,7 @@ from ..nn import module as _module
 from . import _convert
 from ._capture import GraphView, OnnxExporterError, capture, tensor_leaves, unwrap
 
-__all__ = ["export", "TrainingMode", "OnnxExporterError", "is_in_onnx_export", "capture_graph"]
+__all__ = ["export", "TrainingMode", "OnnxExporterError", "is_in_onnx_export", "capture_graph", "GraphView"]
 
 _exporting = False
 

@@ -1,14 +1,15 @@
 """The captured graph of a model for given example inputs, as kiln.compile captures it.
 
 capture() compiles the model with the backend "_graph_view" (fullgraph: one graph or an error)
-and calls it once; _C._graph_view hands back the graph decomposed to prims (composites the
-exporter maps directly stay whole) and functionalized, with each input's bound tensor and its
-state_dict name (python/csrc/graph_view.cc).
+and calls it once inside _C._graph_view, which hands back the traced graph; its view() is that
+graph decomposed to prims (composites the exporter maps directly stay whole) and functionalized,
+with each input's bound tensor and its state_dict name (python/csrc/graph_view.cc).
 """
 import inspect
 
 from .. import _C
 from .. import _compile
+from .._optimized_module import OptimizedModule
 from ..nn import module as _module
 
 
@@ -39,7 +40,6 @@ class GraphView:
 
 def unwrap(model):
     """The module or function a kiln.compile result wraps (an export captures it afresh)."""
-    from .._optimized_module import OptimizedModule
     if isinstance(model, OptimizedModule):
         model = model._orig_mod
     while isinstance(model, _compile.CompiledFunction):
@@ -48,9 +48,9 @@ def unwrap(model):
 
 
 def capture(model, args, kwargs, keep, dynamic_dims, describe_axis=None):
-    """The GraphView of model(*args, **kwargs). dynamic_dims: {argument index: [dims]} of tensor
-    arguments to trace with symbolic sizes (besides those kiln.mark_dynamic marked);
-    describe_axis(k, dim, symbol): how errors name dim `dim` of the k-th tensor argument."""
+    """The GraphView of model(*args, **kwargs). dynamic_dims: {k: [dims]} of the k-th tensor
+    argument (map_tensors' order) to trace with symbolic sizes, besides those kiln.mark_dynamic
+    marked; describe_axis(k, dim, symbol): how errors name dim `dim` of the k-th tensor argument."""
     def alias(k, name, t):
         if k not in dynamic_dims:
             return t
