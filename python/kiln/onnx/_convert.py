@@ -189,13 +189,17 @@ class Converter:
         return value
 
     def fail(self, what):
-        n = self.node
-        where = ""
+        """An OnnxExporterError about the node being converted: its prim (unless `what` names
+        it), the op of the user's program it came from and the user's source line."""
+        n, context = self.node, []
         if n is not None:
-            origin = n.get("origin")
-            where = f" (the prim '{n['op']}'" + (f" of {origin}" if origin and origin != n["op"] else "")
-            where += (f", at {n['file']}:{n['line']}" if n.get("file") else "") + ")"
-        raise OnnxExporterError(f"kiln.onnx.export: {what}{where}")
+            if f"'{n['op']}'" not in what:
+                context.append(f"the prim '{n['op']}'")
+            if n.get("origin") and n["origin"] != n["op"]:
+                context.append(f"from {n['origin']}")
+            if n.get("file"):
+                context.append(f"at {n['file']}:{n['line']}")
+        raise OnnxExporterError(f"kiln.onnx.export: {what}" + (f" ({', '.join(context)})" if context else ""))
 
     # ---- the graph
     def convert_node(self, n):
