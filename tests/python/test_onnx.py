@@ -85,6 +85,17 @@ def test_mlp_matches_kiln_and_torch():
     assert {i.name for i in proto.graph.initializer} >= set(km.state_dict())
 
 
+def test_export_params_false_makes_parameters_inputs():
+    km, _ = make(mlp)
+    x = kiln.randn(2, 8)
+    proto = kiln.onnx.export(km, (x,), None, export_params=False)
+    state = km.state_dict()
+    assert [i.name for i in proto.graph.input] == ["x"] + list(state)
+    assert not any(i.name in state for i in proto.graph.initializer)
+    (y,) = run(proto, x=x.numpy(), **{k: v.detach().numpy() for k, v in state.items()})
+    np.testing.assert_allclose(y, km(x).detach().numpy(), rtol=1e-5, atol=1e-6)
+
+
 def test_dynamic_batch_from_dynamic_axes(tmp_path):
     km, tm = make(mlp)
     x = kiln.randn(4, 8)

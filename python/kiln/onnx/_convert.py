@@ -194,7 +194,7 @@ class Converter:
         n, context = self.node, []
         if n is not None:
             if f"'{n['op']}'" not in what:
-                context.append(f"the prim '{n['op']}'")
+                context.append(f"in {n['op']}")
             if n.get("origin") and n["origin"] != n["op"]:
                 context.append(f"from {n['origin']}")
             if n.get("file"):
