@@ -154,7 +154,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
 
 def _build(view, input_names, output_names, axes, opset, export_params, keep_initializers_as_inputs):
     from onnx import helper
-    c = _convert.Converter(view, opset)
+    c = _convert.Converter(opset)
     n_out = len(view.outputs)
     out_names = list(output_names or [])
     if len(out_names) > n_out:

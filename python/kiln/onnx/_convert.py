@@ -22,7 +22,7 @@ def _dtype_table():
     P = onnx.TensorProto
     names = {"float64": P.DOUBLE, "float32": P.FLOAT, "float16": P.FLOAT16, "bfloat16": P.BFLOAT16,
              "int64": P.INT64, "int32": P.INT32, "int16": P.INT16, "int8": P.INT8, "uint8": P.UINT8, "bool": P.BOOL}
-    return {str(getattr(_C, k, None) or k): v for k, v in names.items()}
+    return {str(getattr(_C, k)): v for k, v in names.items()}  # keyed by str(dtype): "kiln.float32"
 
 
 def _dname(dtype):
@@ -30,7 +30,7 @@ def _dname(dtype):
 
 
 def _is_float(dtype):
-    return _dname(dtype) in ("float64", "float32", "float16", "bfloat16")
+    return dtype.is_floating_point
 
 
 def to_numpy(t):
@@ -42,7 +42,7 @@ def to_numpy(t):
 
 
 class Converter:
-    def __init__(self, view, opset):
+    def __init__(self, opset):
         import onnx
         from onnx import helper
         self.onnx, self.helper, self.opset = onnx, helper, opset
