@@ -50,6 +50,23 @@ TEST(CudaDriver, NoGpuIsAClearErrorAtFirstUse) {
   EXPECT_EQ(find_device(DeviceType::CUDA) != nullptr, driver_loaded());
 }
 
+// The hooks device.h adds fail clearly on a device without them (the CPU), except copy_async
+// (a synchronous copy) and empty_cache (nothing to release).
+TEST(CudaDriver, OtherDevicesSayTheyHaveNoStreamsEventsOrLaunch) {
+  DeviceInterface& cpu = device_interface(DeviceType::CPU);
+  EXPECT_NE(error_of([&] { cpu.create_stream(0); }).find("this device has no streams"), std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.create_event(true, 0); }).find("this device has no events"), std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.allocate_pinned(64, 0); }).find("this device has no pinned host memory"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.load_module("x", 1, 0); }).find("this device has no kernel modules"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.launch({}, 0); }).find("this device has no kernel launch"), std::string::npos);
+  char src[5] = "kiln", dst[5] = {};
+  cpu.copy_async(dst, kCPU, src, kCPU, 5);
+  EXPECT_STREQ(dst, "kiln");
+  cpu.empty_cache(0);
+}
+
 TEST(CudaGpu, Properties) {
   SKIP_WITHOUT_GPU();
   ASSERT_GE(device_count(), 1);
