@@ -27,6 +27,7 @@ PEER_OUT=$OUT/peer.jsonl
 KILN_OUT=$OUT/kiln_bench.txt
 : > "$LOG"; : > "$STEPS"; : > "$PEER_OUT"; : > "$KILN_OUT"
 export PYTHONUNBUFFERED=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
+ORIG_LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 export KILN_CACHE_DIR=${KILN_CACHE_DIR:-$(mktemp -d)/kiln-cache}
 
 left() { echo $((BUDGET - ($(date +%s) - T0))); }
@@ -71,10 +72,14 @@ use_carried_deps() {
   local tarball=$ROOT/.gpu-deps/kiln-deps.tar.xz d=/tmp/kiln-deps
   [ -f "$tarball" ] || return 1
   mkdir -p $d && tar -C $d -xJf "$tarball" || return 1
-  local lib=$d/usr/lib/x86_64-linux-gnu
+  local lib=$d/usr/lib/x86_64-linux-gnu ld=$d/usr/lib/x86_64-linux-gnu/openblas-openmp
   export CMAKE_PREFIX_PATH=$d/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
-  export CPATH=$d/usr/include${CPATH:+:$CPATH}
-  export LD_LIBRARY_PATH=$lib/openblas-openmp:$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  # OpenBLAS for kiln's binaries; the carried libgfortran only where the machine has none (an
+  # older one in front of the machine's could break its own libraries). The peer runs without.
+  if ! ldconfig -p 2>/dev/null | grep -q 'libgfortran.so.5 '; then
+    mkdir -p $d/gfortran && cp -a $lib/libgfortran.so.5* $d/gfortran/ && ld=$ld:$d/gfortran
+  fi
+  export LD_LIBRARY_PATH=$ld${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
   DEPS_ARGS=(-DKILN_OPENBLAS_OPENMP=$lib/openblas-openmp/libopenblas.so
              -DCBLAS_INCLUDE_DIR=$d/usr/include/x86_64-linux-gnu/openblas-openmp)
 }
@@ -136,7 +141,7 @@ if [ -z "$PEER" ]; then
 else
   for w in ${PEER_WORKLOADS:-pointwise softmax layernorm rmsnorm cross_entropy matmul}; do
     for m in ${PEER_MODES:-eager default}; do
-      step "peer $w $m" 25 120 bash -c "set -o pipefail; python3 '$PEER' $w $m | grep '^{' | tee -a '$PEER_OUT'"
+      step "peer $w $m" 25 120 env LD_LIBRARY_PATH="$ORIG_LD_LIBRARY_PATH" bash -c "set -o pipefail; python3 '$PEER' $w $m | grep '^{' | tee -a '$PEER_OUT'"
     done
   done
 fi
