@@ -7,6 +7,7 @@
 #include <kiln/error.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -22,6 +23,9 @@ namespace {
 
 #define SKIP_WITHOUT_GPU() \
   if (!available()) GTEST_SKIP() << "no CUDA GPU: " << unavailable_reason()
+// Under the fake driver (cuda_fake_driver_test.cc), which runs no kernels.
+#define SKIP_WITHOUT_KERNELS() \
+  if (std::getenv("KILN_TEST_FAKE_CUDA")) GTEST_SKIP() << "the fake driver runs no kernels"
 
 constexpr Device kGpu{DeviceType::CUDA, 0};
 
@@ -148,6 +152,7 @@ struct Kernels {
 
 TEST(CudaGpu, LaunchesAnNvrtcCompiledKernel) {
   SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_KERNELS();
   if (!nvrtc::available()) GTEST_SKIP() << "no NVRTC: " << nvrtc::unavailable_reason();
   Kernels k;
   const int n = 100000;
@@ -211,6 +216,7 @@ TEST(CudaGpu, ALaunchErrorIsClearAndLeavesTheProcessUsable) {
 
 TEST(CudaGpu, EventsTimeAndOrderTwoStreams) {
   SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_KERNELS();
   if (!nvrtc::available()) GTEST_SKIP() << "no NVRTC: " << nvrtc::unavailable_reason();
   Kernels k;
   void* s1 = gpu().create_stream(0);
