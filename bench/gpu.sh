@@ -87,8 +87,9 @@ PY=OFF
 [ -f bench/gpu_tile.py ] && PY=ON
 # shellcheck disable=SC2206
 EXTRA=(${GPU_SH_CMAKE_ARGS:-})
-configure() {  # configure BENCH PYTHON: a fresh cache each time (an attempt may leave a bad one)
-  rm -rf "$BUILD/CMakeCache.txt" "$BUILD/CMakeFiles"
+configure() {  # configure BENCH PYTHON. The build folder is kept: a second run (while the machine is
+  # still warm) goes on where a build that ran out of time stopped; what a failed attempt did not
+  # find (NOTFOUND) is searched for again.
   step "configure (bench $1, python $2${DEPS_ARGS:+, carried deps})" 30 120 \
     cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DKILN_BUILD_EXAMPLES=OFF -DKILN_BUILD_BENCH="$1" \
     -DKILN_BUILD_PYTHON="$2" "${DEPS_ARGS[@]}" "${EXTRA[@]}"
