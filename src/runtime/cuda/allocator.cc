@@ -133,19 +133,30 @@ void CachingAllocator::deallocate(void* p) {
   free_blocks.insert(b);
 }
 
+// Gives back every segment whose blocks are all free (of one stream, merged into one block, or of
+// several, side by side).
 void CachingAllocator::release_free_segments() {
   for (Pool* p : {&small_, &large_}) {
-    std::vector<Block*> whole;
+    std::vector<Block*> firsts;  // free blocks that start a segment
     for (Block* b : *p)
-      if (!b->prev && !b->next) whole.push_back(b);  // a free block that is its whole segment
-    for (Block* b : whole) {
-      p->erase(b);
-      raw_.free(b->ptr, b->size);
-      segments_.erase(b->ptr);
-      stats_.reserved -= b->size;
+      if (!b->prev) firsts.push_back(b);
+    for (Block* first : firsts) {
+      bool all_free = true;
+      for (Block* b = first; b && all_free; b = b->next) all_free = !b->in_use;
+      if (!all_free) continue;
+      char* base = first->ptr;
+      for (Block* b = first; b;) {
+        Block* next = b->next;
+        p->erase(b);
+        delete b;
+        b = next;
+      }
+      const size_t size = segments_.at(base);
+      raw_.free(base, size);
+      segments_.erase(base);
+      stats_.reserved -= size;
       stats_.segments--;
       stats_.device_frees++;
-      delete b;
     }
   }
 }

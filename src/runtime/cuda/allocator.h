@@ -3,13 +3,13 @@
 //
 // - Size classes: a request of up to 1 MiB is rounded up to 512 B and carved from 2 MiB segments;
 //   a larger one is rounded up to 2 MiB and gets a segment of its own or a split of a cached one.
-//   Freed neighbours in a segment merge again, so a segment ends whole once all its blocks are free.
+//   Freed neighbours of one stream merge again, so a segment ends whole once all its blocks are free.
 // - Streams: a block belongs to the stream it was allocated on. Freed, it is reused on that stream
 //   at once (work on one stream runs in order). Another stream gets it only when the device has no
 //   room for a new segment (a wait ties the two streams together): that stream first waits on an
 //   event recorded on the old one (RawMemory::order), so the new owner's work cannot start before
 //   the old owner's last use has finished.
-// - empty_cache() gives every segment with no block in use back to the device.
+// - empty_cache() gives every segment with no block in use back to the device (after waiting for it).
 // - Out of memory: the cache is released and the device asked again; if it still refuses, a
 //   kiln::Error says how much was asked, what kiln holds (in use and cached) and what the device
 //   has free.

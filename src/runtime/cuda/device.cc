@@ -25,7 +25,12 @@ class DeviceMemory final : public RawMemory {
  public:
   explicit DeviceMemory(int device) : device_(device) {}
   void* alloc(size_t nbytes) override { return mem_alloc(nbytes, device_); }
-  void free(void* p, size_t) override { mem_free(p, device_); }
+  // Segments go back only from empty_cache and the out-of-memory path: waiting for the device
+  // first makes sure no queued kernel still uses one (rare, so the wait costs little).
+  void free(void* p, size_t) override {
+    device_synchronize(device_);
+    mem_free(p, device_);
+  }
   MemInfo info() override { return mem_info(device_); }
   void order(Stream from, Stream to) override {
     Event e = event_create(device_, false);

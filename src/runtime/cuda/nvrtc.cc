@@ -1,9 +1,11 @@
 #include "runtime/cuda/nvrtc.h"
 
+#include <dlfcn.h>
 #include <kiln/error.h>
 
 #include <cctype>
 #include <cstddef>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -79,6 +81,29 @@ std::string save_source(std::string_view source, std::string_view name) {
 
 }  // namespace
 
+const std::string& include_dir() {
+  static const std::string dir = [] {
+    namespace fs = std::filesystem;
+    std::vector<fs::path> candidates;
+    Dl_info info{};
+    if (available() && dladdr(reinterpret_cast<void*>(loaded().api.version), &info) && info.dli_fname) {
+      std::error_code ec;
+      const fs::path lib = fs::canonical(info.dli_fname, ec).parent_path();  // .../lib64 or .../lib
+      candidates.push_back(lib.parent_path() / "include");
+      candidates.push_back(lib.parent_path().parent_path() / "cuda_runtime" / "include");  // the pip wheels
+    }
+    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+      if (const char* r = std::getenv(var); r && *r) candidates.push_back(fs::path(r) / "include");
+    candidates.push_back("/usr/local/cuda/include");
+    for (const fs::path& c : candidates) {
+      std::error_code ec;
+      if (fs::exists(c / "cuda_bf16.h", ec)) return c.string();
+    }
+    return std::string();
+  }();
+  return dir;
+}
+
 bool available() { return loaded().ok; }
 const std::string& unavailable_reason() { return loaded().lib.error(); }
 
@@ -95,7 +120,9 @@ Output compile(std::string_view source, std::string_view name, std::string_view 
   KILN_CHECK(arch.starts_with("sm_") || arch.starts_with("compute_"), "nvrtc::compile: arch '", arch,
              "' is neither a real GPU (sm_90a) nor a virtual one (compute_90a)");
   const std::string src(source), file(name), arch_flag = "--gpu-architecture=" + std::string(arch);
+  const std::string include = include_dir().empty() ? std::string() : "-I" + include_dir();
   std::vector<const char*> argv{arch_flag.c_str()};
+  if (!include.empty()) argv.push_back(include.c_str());
   for (const std::string& o : options) argv.push_back(o.c_str());
 
   Program prog = nullptr;

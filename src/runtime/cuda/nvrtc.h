@@ -22,6 +22,12 @@ const std::string& unavailable_reason();
 // NVRTC's version as major * 1000 + minor * 10 (13.0 -> 13000, as CUDA_VERSION counts); 0 when absent.
 int version();
 
+// The CUDA toolkit's include folder (the one with cuda_bf16.h and cuda_fp16.h, which NVRTC does
+// not carry): beside the loaded libnvrtc (../include), else $CUDA_HOME, $CUDA_PATH, /usr/local/cuda,
+// else the pip wheels' nvidia/cuda_runtime/include next to nvidia/cuda_nvrtc. Empty when none has
+// it. compile() passes it to NVRTC as -I.
+const std::string& include_dir();
+
 struct Output {
   std::string binary;  // the cubin (arch "sm_XX[a]") or the NUL-terminated PTX (arch "compute_XX[a]")
   bool is_cubin = false;
@@ -29,7 +35,7 @@ struct Output {
 };
 
 // Compiles one translation unit. `name` is its file name in messages ("vector_add.cu"); `arch` is
-// what --gpu-architecture takes; `options` go to NVRTC as they are ("--std=c++17", "-I/path", "-DN=4", "-lineinfo").
+// what --gpu-architecture takes; `options` go to NVRTC as they are, after -I<include_dir()> ("--std=c++17", "-I/path", "-DN=4", "-lineinfo").
 Output compile(std::string_view source, std::string_view name, std::string_view arch,
                const std::vector<std::string>& options = {});
 

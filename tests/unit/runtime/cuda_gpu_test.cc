@@ -7,6 +7,7 @@
 #include <kiln/error.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <numeric>
@@ -22,6 +23,9 @@ namespace {
 
 #define SKIP_WITHOUT_GPU() \
   if (!available()) GTEST_SKIP() << "no CUDA GPU: " << unavailable_reason()
+// Under the fake driver (cuda_fake_driver_test.cc), which runs no kernels.
+#define SKIP_WITHOUT_KERNELS() \
+  if (std::getenv("KILN_TEST_FAKE_CUDA")) GTEST_SKIP() << "the fake driver runs no kernels"
 
 constexpr Device kGpu{DeviceType::CUDA, 0};
 
@@ -48,6 +52,23 @@ TEST(CudaDriver, NoGpuIsAClearErrorAtFirstUse) {
   // Registered exactly where the driver library loads (and only then), so CPU-only machines keep
   // the "no device backend" error.
   EXPECT_EQ(find_device(DeviceType::CUDA) != nullptr, driver_loaded());
+}
+
+// The hooks device.h adds fail clearly on a device without them (the CPU), except copy_async
+// (a synchronous copy) and empty_cache (nothing to release).
+TEST(CudaDriver, OtherDevicesSayTheyHaveNoStreamsEventsOrLaunch) {
+  DeviceInterface& cpu = device_interface(DeviceType::CPU);
+  EXPECT_NE(error_of([&] { cpu.create_stream(0); }).find("this device has no streams"), std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.create_event(true, 0); }).find("this device has no events"), std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.allocate_pinned(64, 0); }).find("this device has no pinned host memory"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.load_module("x", 1, 0); }).find("this device has no kernel modules"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { cpu.launch({}, 0); }).find("this device has no kernel launch"), std::string::npos);
+  char src[5] = "kiln", dst[5] = {};
+  cpu.copy_async(dst, kCPU, src, kCPU, 5);
+  EXPECT_STREQ(dst, "kiln");
+  cpu.empty_cache(0);
 }
 
 TEST(CudaGpu, Properties) {
@@ -131,6 +152,7 @@ struct Kernels {
 
 TEST(CudaGpu, LaunchesAnNvrtcCompiledKernel) {
   SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_KERNELS();
   if (!nvrtc::available()) GTEST_SKIP() << "no NVRTC: " << nvrtc::unavailable_reason();
   Kernels k;
   const int n = 100000;
@@ -194,6 +216,7 @@ TEST(CudaGpu, ALaunchErrorIsClearAndLeavesTheProcessUsable) {
 
 TEST(CudaGpu, EventsTimeAndOrderTwoStreams) {
   SKIP_WITHOUT_GPU();
+  SKIP_WITHOUT_KERNELS();
   if (!nvrtc::available()) GTEST_SKIP() << "no NVRTC: " << nvrtc::unavailable_reason();
   Kernels k;
   void* s1 = gpu().create_stream(0);

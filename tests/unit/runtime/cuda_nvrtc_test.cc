@@ -42,6 +42,20 @@ TEST(CudaNvrtc, CompilesPtxForAVirtualArch) {
   EXPECT_NE(out.binary.find(".entry add_one"), std::string::npos);
 }
 
+TEST(CudaNvrtc, FindsTheToolkitHeadersForBf16AndFp16) {
+  SKIP_WITHOUT_NVRTC();
+  if (nvrtc::include_dir().empty()) GTEST_SKIP() << "no CUDA toolkit include folder with cuda_bf16.h here";
+  const nvrtc::Output out = nvrtc::compile(R"(
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+extern "C" __global__ void halves(__nv_bfloat16* b, __half* h) {
+  b[threadIdx.x] = __float2bfloat16(float(threadIdx.x));
+  h[threadIdx.x] = __float2half(0.5f * float(threadIdx.x));
+}
+)", "halves.cu", "sm_90a");
+  EXPECT_EQ(out.binary.substr(0, 4), "\x7f" "ELF");
+}
+
 TEST(CudaNvrtc, SyntaxErrorGivesTheLogAndTheSavedSource) {
   SKIP_WITHOUT_NVRTC();
   const std::string broken = "extern \"C\" __global__ void broken(float* x) { x[0] = 1.0f +; }\n";
