@@ -126,6 +126,30 @@ TEST(TileCudaEmit, InductorKernelsCompileWithNvrtc) {
   }
 }
 
+// tests/golden/kernels/*_cuda.kir (pipeline "tile-cuda: <passes> | cuda"): the CUDA of a kernel,
+// so a change in the emitter shows as a diff. KILN_UPDATE_GOLDENS=1 rewrites them.
+TEST(TileCudaEmit, GoldenSources) {
+  int n = 0;
+  for (const auto& path : kiln::test::golden_files("kernels")) {
+    const kiln::test::Golden g = kiln::test::read_golden(path);
+    if (g.pipeline.rfind("tile-cuda:", 0) != 0) continue;  // another backend's golden
+    kiln::test::check_golden(g, [](const std::string& pipeline, const std::string& input) {
+      const size_t bar = pipeline.rfind('|');
+      KILN_CHECK(bar != std::string::npos && pipeline.substr(bar) == "| cuda", "a tile-cuda golden's pipeline ends in '| cuda': ",
+                 pipeline);
+      std::string passes = pipeline.substr(10, bar - 10);  // after "tile-cuda:"
+      passes.erase(0, passes.find_first_not_of(' '));
+      passes.erase(passes.find_last_not_of(' ') + 1);
+      Program p = parse(input);
+      verify(p);
+      run_passes(p, passes);
+      return cuda::emit_kernel(p).source;
+    });
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
 TEST(TileCudaEmit, CubinsComeFromTheDiskCache) {
   namespace nvrtc = runtime::cuda::nvrtc;
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
