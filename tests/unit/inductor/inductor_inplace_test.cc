@@ -60,6 +60,27 @@ TEST(InductorInPlace, SiblingUpdatesOfTwoInputs) {
   expect_close(m, want_m);
 }
 
+// A later kernel recomputes the new moment from the old one (vertical fusion inlined m + g into
+// the parameter's update, which an extern's result keeps from joining the moment's kernel): it
+// loads the moment's kernel output instead, so both write-backs are stores.
+TEST(InductorInPlace, KernelRecomputingTheNewValueLoadsItInstead) {
+  auto g = parsed(
+      "graph(%p: f32[16, 16], %m: f32[16, 16], %g: f32[16, 16], %w: f32[16, 16]):\n"
+      "  %0: f32[16, 16] = add(%m, %g)\n"
+      "  %1: f32[16, 16] = sub(%p, %0)\n"
+      "  %2: f32[16, 16] = matmul(%0, %w)\n"
+      "  %3: f32[16, 16] = add(%1, %2)\n"
+      "  %4: f32[16, 16] = copy_(%p, %3)\n"
+      "  %5: f32[16, 16] = copy_(%m, %0)\n"
+      "  return ()\n");
+  EXPECT_EQ(in_place_count(g), 2);
+  Tensor p = randn({16, 16}), m = randn({16, 16}), gr = randn({16, 16}), w = randn({16, 16});
+  const Tensor want_m = m + gr, want_p = p - want_m + want_m.matmul(w);
+  compile_graph(g)({p, m, gr, w});
+  expect_close(m, want_m);
+  expect_close(p, want_p);
+}
+
 // The new value reads the old one at another element (x + x^T): a store into x would be read back
 // by another element's load, so the copy stays.
 TEST(InductorInPlace, ReadAtAnotherElementKeepsTheCopy) {
