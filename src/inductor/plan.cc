@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "autograd/engine.h"
 #include "core/tensor_impl.h"
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
@@ -227,8 +228,9 @@ class Plan {
         for (int o : n.outputs) {
           const Buffer& out = p_.buffers[size_t(o)];
           const Layout& l = layouts_[size_t(o)];
-          if (in_place_.into[size_t(o)] >= 0) {
+          if (in_place_.into[size_t(o)] >= 0) {  // as copy_ would: its producer keeps what it saved
             bufs[size_t(o)] = bufs[size_t(in_place_.into[size_t(o)])];
+            autograd::before_inplace_write(bufs[size_t(o)]);
           } else if (l.shape) {
             bufs[size_t(o)] = make_tensor(*l.shape, out.dtype);
           } else {
@@ -248,7 +250,9 @@ class Plan {
           kernels_[size_t(s.kernel)].launch(tile::cpu::Grid(grid), std::span<const tile::cpu::Arg>(args));
         }
       } else if (in_place_.skip[size_t(s.node)] >= 0) {  // its kernel wrote the input already
-        bufs[size_t(n.outputs.at(0))] = bufs[size_t(in_place_.skip[size_t(s.node)])];
+        Tensor& dst = bufs[size_t(in_place_.skip[size_t(s.node)])];
+        dst.impl()->storage->version++;  // (as copy_ does: saved tensors check it)
+        bufs[size_t(n.outputs.at(0))] = dst;
       } else {
         auto tensor_of = [&](const graph::Value* v) -> Tensor {
           for (size_t i = 0; i < s.in_values.size(); ++i)

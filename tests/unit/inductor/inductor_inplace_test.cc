@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <kiln/kiln.h>
 
+#include "core/tensor_impl.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
 
@@ -36,9 +37,12 @@ TEST(InductorInPlace, ElementwiseUpdateIsStoredIntoTheInput) {
   EXPECT_EQ(in_place_count(g), 1);
   Tensor x = randn({64, 32}), y = randn({64, 32});
   const Tensor want = x * y + y;
+  const uint64_t version = x.impl()->storage->version;
   std::vector<Tensor> out = compile_graph(g)({x, y});
   expect_close(x, want);  // (written by the graph)
   expect_close(out.at(0), want);
+  EXPECT_EQ(out.at(0).data_ptr(), x.data_ptr());  // copy_ returns its destination
+  EXPECT_EQ(x.impl()->storage->version, version + 1);  // as copy_ counts the write (autograd checks it)
 }
 
 // Several inputs updated by one horizontally fused kernel (parameter and moment, as AdamW), the
