@@ -75,12 +75,19 @@ static inline void kiln_tile_store_row(void* __restrict dst, const void* __restr
 #endif
     }
     std::memcpy(d, s, size_t(bytes));
-    _mm_sfence();  // (non-temporal stores are weakly ordered: visible before the launch returns)
     return;
   }
 #endif
   (void)stream;
   std::memcpy(dst, src, size_t(bytes));
+}
+// At the end of a program that streamed: non-temporal stores are weakly ordered, the fence makes
+// them visible before the launch returns (once per program: it waits for them to drain).
+static inline void kiln_tile_stream_fence(bool stream) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (stream) _mm_sfence();
+#endif
+  (void)stream;
 }
 
 // One launch argument, as the launcher (src/tile/cpu/kernel.cc) passes it.
@@ -167,6 +174,7 @@ class CpuEmitter final : public CLikeEmitter {
     if (streams) sig += ", const bool _stream", call += ", _stream";
     out().open(sig + ")");
     out().raw(body);
+    if (streams) out().line("kiln_tile_stream_fence(_stream);");
     out().close();
     out().line();
     out().line("// The grid: program (pid0, pid1, pid2) for pid0 < grid[0], ...; instances spread over OpenMP threads.");

@@ -102,7 +102,7 @@ class CLikeEmitter {
   // the caches when the launch writes far more than they hold. The default has no such stores.
   virtual bool streams_stores() const { return false; }
   virtual std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const;
-  static constexpr int64_t kStreamRowBytes = 1024;
+  static constexpr int64_t kStreamRowBytes = 4096;
   // The bytes one program instance stores through stream_row (each store counted once).
   int64_t streamed_bytes() const { return streamed_bytes_; }
 
