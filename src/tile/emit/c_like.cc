@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "tile/prims.h"
@@ -485,13 +486,44 @@ std::string CLikeEmitter::emit(const Program& p) {
 }
 
 void CLikeEmitter::emit_region(const Region& r, const Targets* targets) {
+  const Region* outer_region = region_;
+  const Targets* outer_targets = targets_;
+  region_ = &r, targets_ = targets;
+  emit_ops(r);
+  region_ = outer_region, targets_ = outer_targets;
+}
+
+const Value* CLikeEmitter::carried_in_place(const Value* v, const Group& g) const {
+  // v, yielded as the next value of a for's carried block that only this loop reads, each
+  // element at its own index: written straight into the carried block (no copy at the yield).
+  if (!targets_ || !region_ || v->type.shape != g.shape) return nullptr;
+  std::vector<const Op*> outside;  // (the loop's own ops read v's register)
+  for (const Op* u : users_.at(v))
+    if (!g.members.count(u)) outside.push_back(u);
+  if (outside.size() != 1) return nullptr;
+  const Op* y = outside[0];
+  if (y->code != OpCode::Yield || region_->ops.empty() || region_->ops.back().get() != y) return nullptr;
+  const size_t k = size_t(std::find(y->operands.begin(), y->operands.end(), v) - y->operands.begin());
+  const Value* a = targets_->values.at(k);
+  if (std::find(region_->args.begin(), region_->args.end(), a) == region_->args.end() || a->type.shape != g.shape) return nullptr;
+  auto it = users_.find(a);
+  if (it == users_.end()) return nullptr;
+  for (const Op* u : it->second)
+    if (!g.members.count(u)) return nullptr;
+  const Access& acc = access_.at(a);
+  if (acc.kind != Access::Kind::Array || acc.name != array_name(a) || !same_strides(acc.strides, row_major(a->type.shape), a->type.shape))
+    return nullptr;
+  return a;
+}
+
+void CLikeEmitter::emit_ops(const Region& r) {
   Group g;
   for (const auto& holder : r.ops) {
     const Op& op = *holder;
     switch (op.code) {
       case OpCode::Yield:
         close_group(g);
-        emit_yield(op, *targets);
+        emit_yield(op, *targets_);
         break;
       case OpCode::For:
         close_group(g);
@@ -574,9 +606,15 @@ void CLikeEmitter::close_group(Group& g) {
     g = Group{};
     return;
   }
+  std::map<const Value*, const Value*> in_place;  // leaving values written into their carried block
+  std::vector<const Value*> in_place_order;       // (in program order: the C is deterministic)
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
-      if (leaving.count(r)) declare(r, array_name(r));
+      if (leaving.count(r))
+        if (const Value* a = carried_in_place(r, g)) in_place[r] = a, in_place_order.push_back(r);
+  for (const Op* op : g.ops)
+    for (const Value* r : op->results)
+      if (leaving.count(r) && !in_place.count(r)) declare(r, array_name(r));
   std::map<const Op*, std::string> staged;  // streamed stores: their staging blocks
   int64_t numel = 1;
   for (int64_t d : g.shape) numel *= d;
@@ -599,10 +637,14 @@ void CLikeEmitter::close_group(Group& g) {
     }
     out_.line(statement(*op, args, op->results.empty() ? "" : cname(op->result())) + origin_comment(*op));
     for (const Value* r : op->results)
-      if (leaving.count(r)) out_.line(array_name(r) + "[" + e.linear + "] = " + cname(r) + ";");
+      if (leaving.count(r) && !in_place.count(r)) out_.line(array_name(r) + "[" + e.linear + "] = " + cname(r) + ";");
   }
+  // (after every read of the old values in this iteration)
+  for (const Value* r : in_place_order)
+    out_.line(array_name(in_place.at(r)) + "[" + e.linear + "] = " + cname(r) + ";  // the next " + cname(in_place.at(r)));
   end_elements(g.shape);
-  for (const Value* r : leaving) access_[r] = Access::array(array_name(r), row_major(r->type.shape));
+  for (const Value* r : leaving)
+    access_[r] = Access::array(array_name(in_place.count(r) ? in_place.at(r) : r), row_major(r->type.shape));
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (index_like(r)) access_[r] = expr_access(*op);

@@ -145,6 +145,9 @@ class CLikeEmitter {
   };
 
   void emit_region(const Region& r, const Targets* targets);
+  void emit_ops(const Region& r);  // the region's ops (emit_region: with region_ / targets_ set)
+  // The carried block a loop's leaving value v may be written into directly, or null.
+  const Value* carried_in_place(const Value* v, const Group& g) const;
   void close_group(Group& g);
   void add_to_group(Group& g, const Op& op);
   void emit_view(const Op& op, Group& g);
@@ -180,6 +183,8 @@ class CLikeEmitter {
   mutable std::map<const Value*, int> index_cost_;
   int64_t stack_bytes_ = 0;
   int64_t streamed_bytes_ = 0;
+  const Region* region_ = nullptr;    // the region being emitted
+  const Targets* targets_ = nullptr;  // and what its yield writes
 };
 
 }  // namespace kiln::tile
