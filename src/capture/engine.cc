@@ -207,8 +207,13 @@ std::vector<Tensor> Engine::run_segmented(const std::vector<ArgValue>& args, con
   return outs;
 }
 
+// A compiled function called while another one is traced or recorded in segments (its
+// arguments are fake or pending): its body runs inline, so the outer capture records its ops, as
+// if it were not compiled (torch.compile inlines nested compiled functions too).
+static bool nested() { return tracing() || lazy_recording(); }
+
 std::optional<std::vector<Tensor>> Engine::call_cached(const std::vector<ArgValue>& args) {
-  if (fallback || segmented) return std::nullopt;
+  if (fallback || segmented || nested()) return std::nullopt;
   for (const Entry& e : entries)
     if (!e.check(args)) return run_entry(e, args);
   return std::nullopt;
@@ -216,7 +221,7 @@ std::optional<std::vector<Tensor>> Engine::call_cached(const std::vector<ArgValu
 
 std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& body) {
   if (auto outs = call_cached(args)) return std::move(*outs);
-  if (fallback) return body(args);
+  if (fallback || nested()) return body(args);
   if (segmented) return run_segmented(args, body);
   if (!entries.empty()) {
     std::string why = *entries.back().check(args);
