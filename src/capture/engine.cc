@@ -36,6 +36,7 @@ class Engine {
     std::vector<Tracer::GradResult> grad_results;
     std::vector<std::pair<Tensor, Tensor>> grad_guards;
     std::vector<std::shared_ptr<const ExternalGuards>> external;  // what the traced code read (Python values)
+    std::vector<std::pair<size_t, size_t>> no_grad_inputs;  // Tracer::no_grad_inputs
     std::optional<std::string> check_external() const {
       for (const auto& x : external)
         if (auto m = x->check()) return m;
@@ -83,6 +84,7 @@ std::vector<Tensor> Engine::run_entry(const Entry& e, const std::vector<ArgValue
   for (const ArgValue& a : args)
     if (a.kind == ArgValue::Kind::Tensor && a.tensor.defined()) inputs.push_back(a.tensor);
   inputs.insert(inputs.end(), e.lifted.begin(), e.lifted.end());
+  for (const auto& [alias, source] : e.no_grad_inputs) inputs.at(alias) = inputs.at(source).detach();
   if (!e.train_step) return e.run(inputs);
   std::vector<Tensor> outs;
   {
@@ -169,6 +171,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   e.guards.relations = std::move(tracer.relations);
   e.guards.lift(e.lifted);
   e.external = std::move(tracer.external);
+  e.no_grad_inputs = std::move(tracer.no_grad_inputs);
   KILN_LOG(graph) << options.name << ": graph " << entries.size() << ":\n" << graph::print(*e.graph);
   if (log_enabled(LogComponent::guards)) {
     for (const std::string& g : e.guards.describe()) KILN_LOG(guards) << options.name << ": " << g;

@@ -26,17 +26,20 @@ def cyclic_garbage_of(fn, *args):
 
 
 def test_a_segmented_call_leaves_no_cycle_holding_its_outputs():
-    # The no_grad around a parameter breaks the graph: every call runs lazily, in segments, through
-    # the Python side of kiln.compile. Its outputs (4 MB here) must go when the caller drops them:
-    # before, a recursive closure flattening them was a cycle, and RSS grew ~4 MB a call until the
-    # collector ran.
+    # The item() breaks the graph: every call runs lazily, in segments, through the Python side of
+    # kiln.compile. Its outputs (4 MB here) must go when the caller drops them: before, a recursive
+    # closure flattening them was a cycle, and RSS grew ~4 MB a call until the collector ran.
     lin = kiln.nn.Linear(256, 2048)
-    f = kiln.compile(kiln.no_grad()(lambda x: lin(x)))
+    f = kiln.compile(kiln.no_grad()(lambda x: lin(x) * (2.0 if x.sum().item() > -1e9 else 1.0)))
     x = kiln.randn(512, 256)
     for _ in range(3):
         f(x)
     assert f.explain().break_count == 1
     assert cyclic_garbage_of(f, x) == 0
+    # The issue's own case (once a break too; now one graph: test_compile_no_grad.py).
+    g = kiln.compile(kiln.no_grad()(lambda x: lin(x)))
+    g(x)
+    assert cyclic_garbage_of(g, x) == 0
     # A call on the slow path of a whole graph too (keyword arguments, a dict result).
     g = kiln.compile(lambda a, *, b: {"sum": a + b, "parts": [a, b * 2]})
     g(x, b=x)
@@ -45,13 +48,13 @@ def test_a_segmented_call_leaves_no_cycle_holding_its_outputs():
 
 def test_explain_of_a_compiled_function_that_breaks():
     lin = kiln.nn.Linear(16, 8)
-    f = kiln.compile(kiln.no_grad()(lambda x: lin(x)))
+    f = kiln.compile(kiln.no_grad()(lambda x: lin(x) * (2.0 if x.sum().item() > -1e9 else 1.0)))
     x = kiln.randn(4, 16)
     f(x)
     e = kiln.explain(f, x)  # traced f's call of f: it used to say "a fake tensor reached lazy mode"
-    assert e.break_count == 1 and "grad mode switched off" in e.breaks[0][0]
+    assert e.break_count == 1 and "item()" in e.breaks[0][0]
     w, b = torch.from_numpy(numpy(lin.weight)), torch.from_numpy(numpy(lin.bias))
-    np.testing.assert_allclose(numpy(f(x)), (torch.from_numpy(numpy(x)) @ w.T + b).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(numpy(f(x)), 2 * (torch.from_numpy(numpy(x)) @ w.T + b).numpy(), rtol=1e-5, atol=1e-5)
 
 
 def test_a_compiled_function_inside_another_is_inlined():
