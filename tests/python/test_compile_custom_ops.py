@@ -42,8 +42,10 @@ def add_twice(x, y):  # two launches: the compiler cannot read it as one functio
 add_twice.register_fake(lambda x, y: kiln.empty_like(x))
 
 
-def kernels(capfd, fn, *args):
-    """fn(*args) and the kinds of the nodes (kernels and extern calls) inductor planned for it."""
+def kernels(capfd, monkeypatch, fn, *args):
+    """fn(*args) and the kinds of the nodes (kernels and extern calls) inductor planned for it
+    (with the disk cache off, so the graph is lowered and its fusion logged in this process)."""
+    monkeypatch.setenv("KILN_DISABLE_CACHE", "1")
     capfd.readouterr()
     kiln.set_logs("fusion")
     try:
@@ -64,11 +66,11 @@ def rand(*shape, seed=0):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def test_the_python_vector_add_fuses_with_its_neighbours(capfd):
+def test_the_python_vector_add_fuses_with_its_neighbours(capfd, monkeypatch):
     xs, ys = rand(5000, seed=1), rand(5000, seed=2)
     x, y = kiln.tensor(xs), kiln.tensor(ys)
     f = kiln.compile(lambda a, b: vector_add(a * 2, b).relu() + 1, backend="inductor", fullgraph=True)
-    got, kinds = kernels(capfd, f, x, y)
+    got, kinds = kernels(capfd, monkeypatch, f, x, y)
     assert kinds == ["pointwise"]  # the mul, the op, the relu and the add: one kernel, no extern
     e = f.explain()
     assert e.graph_count == 1 and not e.breaks
@@ -78,7 +80,7 @@ def test_the_python_vector_add_fuses_with_its_neighbours(capfd):
     np.testing.assert_allclose(numpy(got), want.numpy(), rtol=0, atol=0)
 
 
-def test_the_fused_op_follows_the_inputs_shape_and_layout(capfd):
+def test_the_fused_op_follows_the_inputs_shape_and_layout():
     a = rand(30, 50, seed=3)
     f = kiln.compile(lambda u, v: vector_add(u.exp(), v) * v, backend="inductor")
     for u, v, tu, tv in [(kiln.tensor(a), kiln.tensor(a), torch.from_numpy(a), torch.from_numpy(a)),
@@ -87,11 +89,11 @@ def test_the_fused_op_follows_the_inputs_shape_and_layout(capfd):
         np.testing.assert_allclose(numpy(got), ((tu.exp() + tv) * tv).numpy(), rtol=1e-6, atol=1e-6)
 
 
-def test_an_op_that_is_not_one_pointwise_launch_stays_an_extern(capfd):
+def test_an_op_that_is_not_one_pointwise_launch_stays_an_extern(capfd, monkeypatch):
     xs, ys = rand(1000, seed=4), rand(1000, seed=5)
     x, y = kiln.tensor(xs), kiln.tensor(ys)
     f = kiln.compile(lambda a, b: add_twice(a * 2, b).relu(), backend="inductor", fullgraph=True)
-    got, kinds = kernels(capfd, f, x, y)
+    got, kinds = kernels(capfd, monkeypatch, f, x, y)
     assert "extern" in kinds
     want = (torch.from_numpy(xs) * 2 + 2 * torch.from_numpy(ys)).relu()
     np.testing.assert_allclose(numpy(got), want.numpy(), rtol=1e-6, atol=1e-6)
