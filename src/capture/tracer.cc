@@ -100,7 +100,12 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     // A tensor made from a traced one without an op (detach(), a copy of the handle's impl)
     // shares its storage and layout: the same value.
     auto s = by_storage_.find(t.impl()->storage.get());
-    if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) return s->second;
+    if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) {
+      // detach() of an argument that needs grad: the argument without its history, as eagerly.
+      if (!t.requires_grad() && needs_grad_.count(s->second))
+        if (graph::Value* detached = no_grad_alias(s->second)) return detached;
+      return s->second;
+    }
     // Otherwise it is a stand-in built in fake mode (a model constructed under ops::FakeModeScope),
     // lifted like a parameter; a symbolic one can only have leaked from another trace.
     KILN_CHECK(!t.impl()->sym, "internal: a symbolic fake tensor from outside this trace reached the tracer");

@@ -32,6 +32,7 @@ class Tracer : public ops::DispatchMode {
   // Inside no_grad (in a trace begun with grad on), ops read an input that needs grad through a
   // graph input of its own, bound on each call to that input detached (alias, source: indices
   // of graph inputs): the region records no history, as eagerly, while the graph runs with grad.
+  // detach() of such an input is that alias too.
   std::vector<std::pair<size_t, size_t>> no_grad_inputs;
   std::vector<std::shared_ptr<const ExternalGuards>> external;  // add_external_guards during the trace
 

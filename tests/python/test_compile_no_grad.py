@@ -120,3 +120,15 @@ def test_no_grad_around_a_value_computed_with_grad_still_breaks(backend):
     (h * s).sum().backward()
     close(out, h * s)
     close(x.grad, tx.grad)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_detach_of_an_argument_stops_its_gradient(backend):
+    xs = rand(6, seed=5)
+    f = kiln.compile(lambda a: (a.detach() * a).exp().sum(), backend=backend, fullgraph=True)
+    x = kiln.tensor(xs).requires_grad_()
+    f(x).backward()  # (compiled, the detached factor used to be differentiated too: twice the gradient)
+    tx = torch.from_numpy(xs).requires_grad_()
+    (tx.detach() * tx).exp().sum().backward()
+    close(x.grad, tx.grad)
+    assert f.explain().graph_count == 1
