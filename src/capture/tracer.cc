@@ -101,8 +101,9 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     // shares its storage and layout: the same value.
     auto s = by_storage_.find(t.impl()->storage.get());
     if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) {
-      // detach() of an argument that needs grad: the argument without its history, as eagerly.
-      if (!t.requires_grad() && needs_grad_.count(s->second))
+      // detach() of an argument that needs grad: the argument without its history, as eagerly
+      // (a graph traced without grad records none anyway).
+      if (grad_enabled && !t.requires_grad() && needs_grad_.count(s->second))
         if (graph::Value* detached = no_grad_alias(s->second)) return detached;
       return s->second;
     }
