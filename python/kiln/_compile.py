@@ -51,21 +51,25 @@ def _unflatten(spec, it, static):
 
 
 def _flatten_output(out):
+    """(the output's structure spec, its tensors in order)."""
     tensors = []
+    return _walk_output(out, tensors), tensors
 
-    def walk(o):
-        if isinstance(o, _C.Tensor):
-            tensors.append(o)
-            return "*"
-        if isinstance(o, (list, tuple)):
-            return (type(o), tuple(walk(x) for x in o))
-        if isinstance(o, dict):
-            return (dict, tuple(o.keys()), tuple(walk(v) for v in o.values()))
-        if o is None:
-            return ("static", None)
-        raise TypeError(f"kiln.compile: a compiled function must return tensors (or lists/tuples/dicts of them), "
-                        f"not {type(o).__name__}")
-    return walk(out), tensors
+
+# (A function of its own, not a closure: a recursive closure is a reference cycle holding the
+# tensors list, so every call's outputs would live until the garbage collector ran.)
+def _walk_output(o, tensors):
+    if isinstance(o, _C.Tensor):
+        tensors.append(o)
+        return "*"
+    if isinstance(o, (list, tuple)):
+        return (type(o), tuple(_walk_output(x, tensors) for x in o))
+    if isinstance(o, dict):
+        return (dict, tuple(o.keys()), tuple(_walk_output(v, tensors) for v in o.values()))
+    if o is None:
+        return ("static", None)
+    raise TypeError(f"kiln.compile: a compiled function must return tensors (or lists/tuples/dicts of them), "
+                    f"not {type(o).__name__}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,13 +117,16 @@ class CompiledFunction(_C._CompiledCall):
             key = (spec, tuple(id(s) for s in static))
         engine = self._engine(key)
         out_spec = []
+        nested = _C._tracing()
 
         def body(values):
             a, k = _unflatten(spec, iter(values), static)
             a = a[1:] if isinstance(fn, _module.Module) else a
             # While tracing: record the Python values the function reads (guards) and stop it
             # before a write outside it (a graph break); in segments and eagerly it just runs.
-            recorder = _guards.Recorder(fn, args, kwargs) if _guards.Recorder.supported and _C._tracing() else None
+            # (Not when this call is inside another compiled function's trace: the body runs
+            # inline there, and the outer recorder follows its frames.)
+            recorder = _guards.Recorder(fn, args, kwargs) if _guards.Recorder.supported and _C._tracing() and not nested else None
             with recorder or contextlib.nullcontext():
                 out = fn(*a, **k)
             s, tensors = _flatten_output(out)
