@@ -150,10 +150,11 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
                                         "or compile without fullgraph",
                     "graph break in a fullgraph compile: ", b.reason,
                     b.file.empty() ? "" : " (at " + b.file + ":" + std::to_string(b.line) + ")");
-    if (tracer.train_step) {
-      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history): a
-      // training step that breaks after its backward runs eagerly from now on.
-      KILN_LOG(graph_breaks) << options.name << ": the break follows a backward(): running eagerly from now on";
+    if (tracer.train_step || tracer.brk_runs_eagerly) {
+      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history) nor
+      // detach a pending value: such a function runs eagerly from now on.
+      KILN_LOG(graph_breaks) << options.name << ": " << (tracer.train_step ? "the break follows a backward()" : b.reason)
+                             << ": running eagerly from now on";
       fallback = true;
       return body(args);
     }

@@ -103,8 +103,14 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) {
       // detach() of an argument that needs grad: the argument without its history, as eagerly
       // (a graph traced without grad records none anyway).
-      if (grad_enabled && !t.requires_grad() && needs_grad_.count(s->second))
+      if (grad_enabled && !t.requires_grad() && needs_grad_.count(s->second)) {
         if (graph::Value* detached = no_grad_alias(s->second)) return detached;
+        // detach() of a value computed with grad inside the function: a graph has no
+        // stop-gradient, so using the same value would differentiate through it, and lazy
+        // segments cannot detach a pending value either: the function runs eagerly.
+        brk_runs_eagerly = true;
+        graph_break("detach() of a value computed with grad inside the function (a graph has no stop-gradient)");
+      }
       return s->second;
     }
     // Otherwise it is a stand-in built in fake mode (a model constructed under ops::FakeModeScope),

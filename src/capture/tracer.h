@@ -28,6 +28,7 @@ class Tracer : public ops::DispatchMode {
   std::vector<RelationGuard> relations;
   std::vector<std::string> specializations;  // symbols fixed to their hint, with the reason
   std::optional<ExplainReport::Break> brk;  // why the trace stopped early, and the user's line
+  bool brk_runs_eagerly = false;  // the break is one lazy segments cannot follow either: run eagerly
   bool grad_enabled = true;  // grad mode when the trace began: the graph runs in this one mode
   // Inside no_grad (in a trace begun with grad on), ops read an input that needs grad through a
   // graph input of its own, bound on each call to that input detached (alias, source: indices

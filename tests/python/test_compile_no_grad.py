@@ -132,3 +132,22 @@ def test_detach_of_an_argument_stops_its_gradient(backend):
     (tx.detach() * tx).exp().sum().backward()
     close(x.grad, tx.grad)
     assert f.explain().graph_count == 1
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_detach_of_a_computed_value_runs_eagerly_with_eagers_gradient(backend):
+    # A graph has no stop-gradient: a detach of a value computed with grad would be taken for the
+    # value (the gradient differentiated through it). The function runs eagerly instead.
+    xs = rand(6, seed=6)
+    f = kiln.compile(lambda a: ((a * 2).detach() * a).sum(), backend=backend)
+    x = kiln.tensor(xs).requires_grad_()
+    for _ in range(2):
+        x.grad = None
+        f(x).backward()
+        tx = torch.from_numpy(xs).requires_grad_()
+        ((tx * 2).detach() * tx).sum().backward()
+        close(x.grad, tx.grad)
+    e = f.explain()
+    assert e.eager_fallback and "detach()" in e.breaks[0][0]
+    with pytest.raises(kiln.Error, match="detach"):
+        kiln.compile(lambda a: ((a * 2).detach() * a).sum(), backend=backend, fullgraph=True)(x)
