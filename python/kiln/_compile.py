@@ -171,7 +171,7 @@ class Explanation:
     __repr__ = __str__
 
 
-def compile(fn=None, *, backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
+def compile(fn=None, *, backend="inductor", dynamic=None, fullgraph=False, recompile_limit=8,
             error_on_recompile_limit=False, mode=None):
     """Captures fn (a function or a kiln.nn.Module) as graphs guarded by what they assumed; usable as
     a decorator (@kiln.compile or @kiln.compile(backend=...)). See docs/compile.md."""
@@ -198,7 +198,7 @@ def explain(fn, *args, **kwargs):
     from ._optimized_module import OptimizedModule
     if isinstance(fn, OptimizedModule):
         fn = fn._orig_mod
-    c = CompiledFunction(fn, dict(backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
+    c = CompiledFunction(fn, dict(backend="inductor", dynamic=None, fullgraph=False, recompile_limit=8,
                                   error_on_recompile_limit=False))
     c(*args, **kwargs)
     return c.explain()
@@ -214,7 +214,7 @@ def cond(pred, true_fn, false_fn, operands=()):
 
 
 @contextlib.contextmanager
-def lazy(backend="eager"):
+def lazy(backend="inductor"):
     """Lazy mode: ops inside are recorded, not run; data is computed when read or at the end."""
     scope = _C._LazyScope(backend)
     try:

@@ -19,7 +19,7 @@ namespace kiln::capture {
 
 // Compiled segments by their IR text, with what explain reports about them.
 struct SegmentCache {
-  std::string backend = "eager";
+  std::string backend = "inductor";
   std::map<std::string, CompiledGraph> compiled;
   std::vector<std::shared_ptr<const graph::Graph>> graphs;  // in compilation order
   std::vector<double> compile_ms;

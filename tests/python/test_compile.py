@@ -196,7 +196,7 @@ def test_gradients_through_compiled_function():
 
 def test_lazy_mode():
     x = rand(4, 4)
-    with kiln.lazy():
+    with kiln.lazy(BACKEND):
         y = (x @ x).relu().sum(1)
         total = float(y.sum())  # a sync point: computed now
     same(y, (x @ x).relu().sum(1))

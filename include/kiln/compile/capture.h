@@ -22,7 +22,7 @@ class Graph;
 }
 
 struct CompileOptions {
-  std::string backend = "eager";
+  std::string backend = "inductor";
   // nullopt: automatic (a size that changed between two compilations becomes symbolic in the
   // next); true: every size is symbolic from the start; false: every size is specialized.
   // Sizes 0 and 1 are always specialized.
