@@ -92,6 +92,28 @@ DIFFERENCES = [
     ("*", "kiln_raises", r"in matmul: expected both operands to have the same dtype",
      "deliberate: kiln's matmul (bmm, baddbmm, einsum) requires its operands' dtypes to agree, also for empty "
      "operands; PyTorch skips the check for empty ones and einsum promotes"),
+    # Found by the runs with seeds 7 and 8 (3000 calls each):
+    ("batch_norm", "kiln_raises", r"expected an input with at least 2 dims",
+     "deliberate: kiln checks batch_norm's input is (N, C, *) also when it is empty; PyTorch returns any "
+     "zero-element input (a 1-d f32[0]) unchecked, and raises for the same rank with elements"),
+    ("convolution", "kiln_raises", r"bias dtype .* should be the input's dtype",
+     "deliberate: kiln's convolution requires the bias's dtype to be the input's, as F.conv1d/2d/3d and "
+     "F.conv_transpose2d do ('Input type (float) and bias type (c10::Half) should be the same'); the suite's PyTorch "
+     "side of this op is the lower-level torch.convolution, which skips that check"),
+    ("index_put", "kiln_raises", r"argument 'accumulate' must be bool, not NoneType",
+     "deliberate: torch.index_put and Tensor.index_put raise this same TypeError; the suite's PyTorch side calls "
+     "torch.ops.aten.index_put, whose argument parsing takes None for a bool"),
+    ("constant_pad", "kiln_raises", r"argument 'value' must be Scalar, not NoneType",
+     "deliberate: kiln's constant_pad follows torch.constant_pad_nd, whose value is a number (it raises this "
+     "TypeError too); the suite's PyTorch side is F.pad, where value=None means 0, as kiln.pad takes it"),
+    ("l1_loss", "kiln_raises", r"l1_loss: expected floating point inputs",
+     "deliberate: kiln's regression losses (l1, smooth_l1, mse, huber) take floating-point inputs, as PyTorch's "
+     "mse_loss, smooth_l1_loss and huber_loss do; PyTorch's l1_loss alone is |input - target| in plain ops, so it "
+     "computes integers for reduction 'none' and 'sum' (and raises for 'mean')"),
+    *[(op, "differ", r"Arrays are not equal",
+       "deliberate: a mutation redrew the sorted sequence at random (another shape or dtype), so it is unsorted and "
+       "its insertion points are unspecified (PyTorch documents the sequence must be sorted): kiln counts the "
+       "elements below each value, PyTorch binary-searches") for op in ("bucketize", "searchsorted")],
     ("batch_norm", "differ", r"Not equal to tolerance rtol=0\.001, atol=0\.001",
      "deliberate: kiln normalizes float16 in float32 and rounds once (docs/ops.md); PyTorch's CPU kernel for a "
      "non-contiguous float16 input with float16 statistics computes 1/sqrt(var + eps) and every step of "
@@ -316,6 +338,10 @@ def test_a_crash_fails_the_call_that_crashed_and_the_worker_restarts():
     "m.full_like(t([True, False]), math.nan)",
     "F.pad(t([1, 2]), [1, 1], value=math.inf)", "F.pad(t([1, 2], 'uint8'), [1, 0], value=-1.0)",
     "F.pad(t([1, 2], 'int16'), [1, 0], value=2.5)",
+    # linspace into an integer dtype converts start and end first (checked; uint8 wraps), then interpolates
+    "m.linspace(-5, 5, 5, dtype=m.uint8)", "m.linspace(3, -2, 3, dtype=m.uint8)", "m.linspace(0, 1.5, 5, dtype=m.uint8)",
+    "m.linspace(0, 300, 5, dtype=m.uint8)", "m.linspace(2.0, 20000.0, 7, dtype=m.int8)",
+    "m.linspace(0, math.inf, 5, dtype=m.int64)", "m.linspace(-2.7, 9.9, 1, dtype=m.int32)",
 ])
 def test_former_known_rows_agree_with_pytorch(call):
     import numpy as np
