@@ -90,7 +90,7 @@ KILN_DECOMP(linspace) {
   const int64_t steps = a.i64(2);
   KILN_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
   DType dt = a.opt_dtype(3).value_or(default_float_dtype());
-  const bool integral = is_integral(dt);
+  const bool integral = is_integral(dt) && steps > 0;  // no steps: the ends are never converted
   const double start = integral ? integer_end("start", a.scalar(0), dt) : a.scalar(0).to_double();
   const double end = integral ? integer_end("end", a.scalar(1), dt) : a.scalar(1).to_double();
   Tensor i = iota(steps, 0, 1, kFloat64, a.opt_device(4));
