@@ -152,6 +152,13 @@ def explained(op, outcome, result):
     return None
 
 
+def child_pythonpath(*extra):
+    """The PYTHONPATH of a child process: this one's first (it may name another build of kiln, e.g. the
+    sanitizer build's build-asan/python), then the package sources."""
+    paths = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return os.pathsep.join(paths + [os.path.join(HERE, "..", "..", "python"), *extra])
+
+
 class Worker:
     """A child process running cases (bad_input.serve); restarted after a crash or hang."""
 
@@ -159,8 +166,7 @@ class Worker:
         self.proc = None
 
     def _start(self):
-        env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"), HERE,
-                                                           os.environ.get("PYTHONPATH", "")]))
+        env = dict(os.environ, PYTHONPATH=child_pythonpath(HERE))
         env.setdefault("OMP_NUM_THREADS", "1")
         self.proc = subprocess.Popen([sys.executable, os.path.join(HERE, "bad_input.py"), "--serve"],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -401,8 +407,7 @@ def test_former_known_rows_agree_with_pytorch(call):
     ("kiln.tensor(1.0).size(0)", "dimension 0 out of range for a 0-d tensor"),
 ])
 def test_crashes_found_by_the_suite_are_errors(code, message):
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([os.path.join(HERE, "..", "..", "python"),
-                                                       os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=child_pythonpath())
     script = f"import kiln\ntry:\n    {code}\nexcept kiln.Error as e:\n    print(e)\n"
     r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=120)
     assert r.returncode == 0, f"{code}: exit status {r.returncode}\n{r.stderr[-2000:]}"
