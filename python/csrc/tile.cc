@@ -14,6 +14,7 @@
 #include "tile/autotune.h"
 #include "tile/builder.h"
 #include "tile/cpu/kernel.h"
+#include "tile/op.h"
 #include "tile/passes/passes.h"
 #include "tile/prims.h"
 
@@ -415,9 +416,33 @@ void bind_tile(nb::module_& m) {
     // Python op is held through a pointer the registry keeps, and let go at exit (below).
     auto* self = new nb::object(std::move(pyop));
     python_ops().push_back(self);
-    auto op = std::make_shared<ops::CustomOp>();
-    op->name = name;
-    op->meta = [self](const TensorList& inputs, const std::vector<double>& scalars) {
+    // A tile op (tile/op.h) whose program, grid and ints are those of the one kernel launch the
+    // Python function makes (CustomOp._launch_for, run on fake inputs), so the compiler lowers a
+    // pointwise-shaped kernel as a function of the index and fuses its neighbours into it, as for
+    // a C++ tile op. A function that does anything else gives an empty program: an extern call.
+    tile::TileOpDef def;
+    def.name = name;
+    auto launch = [self](const TensorList& inputs) -> nb::object {  // (with the GIL)
+      ops::FakeModeScope fake;
+      return self->attr("_launch_for")(inputs);
+    };
+    def.program = [launch, name](const TensorList& inputs) {
+      nb::gil_scoped_acquire gil;
+      nb::object l = launch(inputs);
+      if (l.is_none()) return tile::Program(name);
+      return std::move(nb::cast<tile::Program&>(l[0]));  // (a fresh trace: its object is used up)
+    };
+    def.grid = [launch](const TensorList& inputs, const tile::Meta&) {
+      nb::gil_scoped_acquire gil;
+      nb::object l = launch(inputs);
+      return l.is_none() ? tile::cpu::Grid(1) : grid_of(l[1]);
+    };
+    def.ints = [launch](const TensorList& inputs) {
+      nb::gil_scoped_acquire gil;
+      nb::object l = launch(inputs);
+      return l.is_none() ? std::vector<int64_t>{} : int_vector(l[2]);
+    };
+    def.meta = [self](const TensorList& inputs, const std::vector<double>& scalars) {
       nb::gil_scoped_acquire gil;
       TensorList fakes;
       for (const Tensor& t : inputs) fakes.push_back(t.is_fake() ? t : make_fake(t.spec()));
@@ -438,14 +463,7 @@ void bind_tile(nb::module_& m) {
       }
       return specs;
     };
-    op->kernel = [self](const TensorList& inputs, const std::vector<double>& scalars, const std::vector<TensorSpec>&) {
-      nb::gil_scoped_acquire gil;
-      TensorList in, out;  // kernels read their inputs' memory in order: contiguous ones
-      for (const Tensor& t : inputs) in.push_back(t.is_contiguous() ? t : t.contiguous());
-      for (nb::handle h : self->attr("_run")(in, scalars)) out.push_back(nb::cast<const Tensor&>(h));
-      return out;
-    };
-    op->derivative = [self](const ops::GradCtx& g) {
+    def.derivative = [self](const ops::GradCtx& g) {
       nb::gil_scoped_acquire gil;
       nb::list needs;
       for (size_t i = 0; i < g.inputs.size(); ++i) needs.append(g.needs(i));
@@ -457,6 +475,15 @@ void bind_tile(nb::module_& m) {
       for (nb::handle h : self->attr("_run_backward")(g.inputs, outputs, g.grads, g.args.opt_f64s(2).value_or(std::vector<double>{}), needs))
         grads.push_back(h.is_none() ? Tensor() : nb::cast<const Tensor&>(h));
       return grads;
+    };
+    auto op = std::make_shared<tile::TileOp>(std::move(def));
+    // Eagerly (and as an extern) the op runs the Python function itself, not the traced kernel.
+    op->kernel = [self](const TensorList& inputs, const std::vector<double>& scalars, const std::vector<TensorSpec>&) {
+      nb::gil_scoped_acquire gil;
+      TensorList in, out;  // kernels read their inputs' memory in order: contiguous ones
+      for (const Tensor& t : inputs) in.push_back(t.is_contiguous() ? t : t.contiguous());
+      for (nb::handle h : self->attr("_run")(in, scalars)) out.push_back(nb::cast<const Tensor&>(h));
+      return out;
     };
     ops::register_custom_op(std::move(op));
   }, nb::arg("name"), nb::arg("op"));

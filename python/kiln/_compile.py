@@ -51,21 +51,25 @@ def _unflatten(spec, it, static):
 
 
 def _flatten_output(out):
+    """(the output's structure spec, its tensors in order)."""
     tensors = []
+    return _walk_output(out, tensors), tensors
 
-    def walk(o):
-        if isinstance(o, _C.Tensor):
-            tensors.append(o)
-            return "*"
-        if isinstance(o, (list, tuple)):
-            return (type(o), tuple(walk(x) for x in o))
-        if isinstance(o, dict):
-            return (dict, tuple(o.keys()), tuple(walk(v) for v in o.values()))
-        if o is None:
-            return ("static", None)
-        raise TypeError(f"kiln.compile: a compiled function must return tensors (or lists/tuples/dicts of them), "
-                        f"not {type(o).__name__}")
-    return walk(out), tensors
+
+# (A function of its own, not a closure: a recursive closure is a reference cycle holding the
+# tensors list, so every call's outputs would live until the garbage collector ran.)
+def _walk_output(o, tensors):
+    if isinstance(o, _C.Tensor):
+        tensors.append(o)
+        return "*"
+    if isinstance(o, (list, tuple)):
+        return (type(o), tuple(_walk_output(x, tensors) for x in o))
+    if isinstance(o, dict):
+        return (dict, tuple(o.keys()), tuple(_walk_output(v, tensors) for v in o.values()))
+    if o is None:
+        return ("static", None)
+    raise TypeError(f"kiln.compile: a compiled function must return tensors (or lists/tuples/dicts of them), "
+                    f"not {type(o).__name__}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -113,13 +117,16 @@ class CompiledFunction(_C._CompiledCall):
             key = (spec, tuple(id(s) for s in static))
         engine = self._engine(key)
         out_spec = []
+        nested = _C._tracing()
 
         def body(values):
             a, k = _unflatten(spec, iter(values), static)
             a = a[1:] if isinstance(fn, _module.Module) else a
             # While tracing: record the Python values the function reads (guards) and stop it
             # before a write outside it (a graph break); in segments and eagerly it just runs.
-            recorder = _guards.Recorder(fn, args, kwargs) if _guards.Recorder.supported and _C._tracing() else None
+            # (Not when this call is inside another compiled function's trace: the body runs
+            # inline there, and the outer recorder follows its frames.)
+            recorder = _guards.Recorder(fn, args, kwargs) if _guards.Recorder.supported and _C._tracing() and not nested else None
             with recorder or contextlib.nullcontext():
                 out = fn(*a, **k)
             s, tensors = _flatten_output(out)
@@ -171,12 +178,26 @@ def compile(fn=None, *, backend="eager", dynamic=None, fullgraph=False, recompil
     options = dict(backend=backend, dynamic=dynamic, fullgraph=fullgraph, recompile_limit=recompile_limit,
                    error_on_recompile_limit=error_on_recompile_limit)
     if fn is None:
-        return lambda f: CompiledFunction(f, options)
+        return lambda f: _compiled(f, options)
+    return _compiled(fn, options)
+
+
+def _compiled(fn, options):
+    """A Module becomes an OptimizedModule (a Module forwarding to it), anything else a
+    CompiledFunction."""
+    from ._optimized_module import OptimizedModule
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
+    if isinstance(fn, _module.Module):
+        return OptimizedModule(fn, CompiledFunction(fn, options))
     return CompiledFunction(fn, options)
 
 
 def explain(fn, *args, **kwargs):
     """Compiles fn afresh, calls it once with the arguments, and returns what capture did."""
+    from ._optimized_module import OptimizedModule
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
     c = CompiledFunction(fn, dict(backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
                                   error_on_recompile_limit=False))
     c(*args, **kwargs)

@@ -36,6 +36,7 @@ class Engine {
     std::vector<Tracer::GradResult> grad_results;
     std::vector<std::pair<Tensor, Tensor>> grad_guards;
     std::vector<std::shared_ptr<const ExternalGuards>> external;  // what the traced code read (Python values)
+    std::vector<std::pair<size_t, size_t>> no_grad_inputs;  // Tracer::no_grad_inputs
     std::optional<std::string> check_external() const {
       for (const auto& x : external)
         if (auto m = x->check()) return m;
@@ -83,6 +84,7 @@ std::vector<Tensor> Engine::run_entry(const Entry& e, const std::vector<ArgValue
   for (const ArgValue& a : args)
     if (a.kind == ArgValue::Kind::Tensor && a.tensor.defined()) inputs.push_back(a.tensor);
   inputs.insert(inputs.end(), e.lifted.begin(), e.lifted.end());
+  for (const auto& [alias, source] : e.no_grad_inputs) inputs.at(alias) = inputs.at(source).detach();
   if (!e.train_step) return e.run(inputs);
   std::vector<Tensor> outs;
   {
@@ -148,10 +150,11 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
                                         "or compile without fullgraph",
                     "graph break in a fullgraph compile: ", b.reason,
                     b.file.empty() ? "" : " (at " + b.file + ":" + std::to_string(b.line) + ")");
-    if (tracer.train_step) {
-      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history): a
-      // training step that breaks after its backward runs eagerly from now on.
-      KILN_LOG(graph_breaks) << options.name << ": the break follows a backward(): running eagerly from now on";
+    if (tracer.train_step || tracer.brk_runs_eagerly) {
+      // Lazy segments cannot hold a backward() (lazy tensors have no autograd history) nor
+      // detach a pending value: such a function runs eagerly from now on.
+      KILN_LOG(graph_breaks) << options.name << ": " << (tracer.train_step ? "the break follows a backward()" : b.reason)
+                             << ": running eagerly from now on";
       fallback = true;
       return body(args);
     }
@@ -169,6 +172,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   e.guards.relations = std::move(tracer.relations);
   e.guards.lift(e.lifted);
   e.external = std::move(tracer.external);
+  e.no_grad_inputs = std::move(tracer.no_grad_inputs);
   KILN_LOG(graph) << options.name << ": graph " << entries.size() << ":\n" << graph::print(*e.graph);
   if (log_enabled(LogComponent::guards)) {
     for (const std::string& g : e.guards.describe()) KILN_LOG(guards) << options.name << ": " << g;
@@ -207,8 +211,13 @@ std::vector<Tensor> Engine::run_segmented(const std::vector<ArgValue>& args, con
   return outs;
 }
 
+// A compiled function called while another one is traced or recorded in segments (its
+// arguments are fake or pending): its body runs inline, so the outer capture records its ops, as
+// if it were not compiled (torch.compile inlines nested compiled functions too).
+static bool nested() { return tracing() || lazy_recording(); }
+
 std::optional<std::vector<Tensor>> Engine::call_cached(const std::vector<ArgValue>& args) {
-  if (fallback || segmented) return std::nullopt;
+  if (fallback || segmented || nested()) return std::nullopt;
   for (const Entry& e : entries)
     if (!e.check(args)) return run_entry(e, args);
   return std::nullopt;
@@ -216,7 +225,7 @@ std::optional<std::vector<Tensor>> Engine::call_cached(const std::vector<ArgValu
 
 std::vector<Tensor> Engine::call(const std::vector<ArgValue>& args, const Body& body) {
   if (auto outs = call_cached(args)) return std::move(*outs);
-  if (fallback) return body(args);
+  if (fallback || nested()) return body(args);
   if (segmented) return run_segmented(args, body);
   if (!entries.empty()) {
     std::string why = *entries.back().check(args);

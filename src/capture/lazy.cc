@@ -26,6 +26,8 @@ void adopt(TensorImpl* lazy, TensorImpl* real) {
 
 void set_location_provider(LocationProvider p) { g_location = p; }
 
+bool lazy_recording() { return g_recorder != nullptr && ops::dispatch_mode() == g_recorder; }
+
 ExplainReport::Break user_location(const std::string& reason) {
   ExplainReport::Break b{reason, "", 0};
   if (g_location) {

@@ -67,6 +67,9 @@ class LazyInstall {
   TensorHooks prev_hooks_;
 };
 
+// Whether ops on this thread are being recorded lazily (a segment of a compiled function, a LazyScope).
+bool lazy_recording();
+
 CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g);
 // Where the user's code is: the innermost C++ call site, or what the Python bindings report.
 ExplainReport::Break user_location(const std::string& reason);

@@ -1,6 +1,8 @@
 // Recording ops into a Graph while running on fake tensors.
 #include "capture/tracer.h"
 
+#include <algorithm>
+
 #include <kiln/autograd.h>
 
 #include "autograd/engine.h"
@@ -98,7 +100,19 @@ graph::Value* Tracer::value_of(const Tensor& t) {
     // A tensor made from a traced one without an op (detach(), a copy of the handle's impl)
     // shares its storage and layout: the same value.
     auto s = by_storage_.find(t.impl()->storage.get());
-    if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) return s->second;
+    if (s != by_storage_.end() && graph::same_spec(graph::normalized(t.spec()), s->second->spec)) {
+      // detach() of an argument that needs grad: the argument without its history, as eagerly
+      // (a graph traced without grad records none anyway).
+      if (grad_enabled && !t.requires_grad() && needs_grad_.count(s->second)) {
+        if (graph::Value* detached = no_grad_alias(s->second)) return detached;
+        // detach() of a value computed with grad inside the function: a graph has no
+        // stop-gradient, so using the same value would differentiate through it, and lazy
+        // segments cannot detach a pending value either: the function runs eagerly.
+        brk_runs_eagerly = true;
+        graph_break("detach() of a value computed with grad inside the function (a graph has no stop-gradient)");
+      }
+      return s->second;
+    }
     // Otherwise it is a stand-in built in fake mode (a model constructed under ops::FakeModeScope),
     // lifted like a parameter; a symbolic one can only have leaked from another trace.
     KILN_CHECK(!t.impl()->sym, "internal: a symbolic fake tensor from outside this trace reached the tracer");
@@ -124,14 +138,21 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
   std::vector<graph::NodeArg> args;
   args.reserve(a.v.size());
   bool tracked = false;  // does autograd see this call (an input that needs grad)?
+  // The graph runs in one grad mode. Under no_grad in a graph that runs with grad, an op reads
+  // the graph inputs that need grad detached (no_grad_alias); an op whose history depends on
+  // another mode otherwise (no_grad around values computed with grad, in-place writes to tensors
+  // that need grad, enable_grad in a graph without grad) runs in its own segment.
+  const bool no_grad_region = grad_enabled && !is_grad_enabled() && !train_step;
+  const Tensor* destination = (info.flags & ops::MUTATES) ? &a.tensor(0) : nullptr;
   for (const ops::Arg& x : a.v)
     args.push_back(graph::unbox_arg(x, [&](const Tensor& t) {
       graph::Value* v = value_of(t);
-      tracked |= needs_grad_.count(v) != 0;
+      if (!needs_grad_.count(v)) return v;
+      if (no_grad_region && !(destination && destination->impl() == t.impl()))
+        if (graph::Value* detached = no_grad_alias(v)) return detached;
+      tracked = true;
       return v;
     }));
-  // The graph runs in one grad mode; an op whose history depends on another (no_grad around
-  // tensors that need grad) runs in its own segment.
   if (tracked && is_grad_enabled() != grad_enabled && !train_step)
     graph_break(std::string("grad mode switched ") + (grad_enabled ? "off (no_grad)" : "on") +
                 " around tensors that require grad");
@@ -157,6 +178,21 @@ std::optional<std::vector<Tensor>> Tracer::intercept(const ops::Args& a) {
     result.push_back(bind_fake(v));
   }
   return result;
+}
+
+// The graph input bound to input v detached (made on first use); null if v is not a graph input.
+graph::Value* Tracer::no_grad_alias(graph::Value* v) {
+  auto it = no_grad_aliases_.find(v);
+  if (it != no_grad_aliases_.end()) return it->second;
+  const auto& ins = graph.inputs();
+  const size_t source = size_t(std::find(ins.begin(), ins.end(), v) - ins.begin());
+  if (source == ins.size()) return nullptr;
+  graph::Value* alias = graph.add_input(v->spec, v->name + "_nograd");
+  // Its slot among the lifted tensors: the lifted source itself (so guards see what they see for
+  // it), none for an argument (run_entry binds both on each call).
+  lifted.push_back(source >= num_args_ ? lifted.at(source - num_args_) : Tensor());
+  no_grad_inputs.emplace_back(ins.size() - 1, source);
+  return no_grad_aliases_[v] = alias;
 }
 
 Tensor Tracer::bind_fake(graph::Value* v) {

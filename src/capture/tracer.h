@@ -28,7 +28,13 @@ class Tracer : public ops::DispatchMode {
   std::vector<RelationGuard> relations;
   std::vector<std::string> specializations;  // symbols fixed to their hint, with the reason
   std::optional<ExplainReport::Break> brk;  // why the trace stopped early, and the user's line
+  bool brk_runs_eagerly = false;  // the break is one lazy segments cannot follow either: run eagerly
   bool grad_enabled = true;  // grad mode when the trace began: the graph runs in this one mode
+  // Inside no_grad (in a trace begun with grad on), ops read an input that needs grad through a
+  // graph input of its own, bound on each call to that input detached (alias, source: indices
+  // of graph inputs): the region records no history, as eagerly, while the graph runs with grad.
+  // detach() of such an input is that alias too.
+  std::vector<std::pair<size_t, size_t>> no_grad_inputs;
   std::vector<std::shared_ptr<const ExternalGuards>> external;  // add_external_guards during the trace
 
   // A fake stand-in for argument tensor `real`; the given dims get the given symbols.
@@ -64,12 +70,14 @@ class Tracer : public ops::DispatchMode {
 
  private:
   graph::Value* value_of(const Tensor& t);
+  graph::Value* no_grad_alias(graph::Value* v);
   Tensor bind_fake(graph::Value* v);
   bool restoring_ = false;
   size_t num_args_ = 0;  // graph inputs made by add_input (the lifted ones follow)
   std::unordered_map<const TensorImpl*, graph::Value*> values_;
   std::unordered_map<const Storage*, graph::Value*> by_storage_;  // detach() shares a fake's storage
   std::unordered_set<const graph::Value*> needs_grad_;  // values autograd would track
+  std::unordered_map<const graph::Value*, graph::Value*> no_grad_aliases_;  // by their source
   std::vector<Tensor> keep_;  // every fake made, so no TensorImpl address is reused mid-trace
 };
 

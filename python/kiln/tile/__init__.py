@@ -362,16 +362,22 @@ class JITFunction:
         values, num_warps, num_stages = self._bind(args, dict(kwargs))
         return str(self.trace(values, num_warps, num_stages))
 
-    def run(self, grid, args, kwargs):
-        values, num_warps, num_stages = self._bind(args, kwargs)
-        k = self._kernel(values, num_warps, num_stages)
+    def _grid(self, grid, values, num_warps, num_stages):
+        """The launch grid as a tuple (a function of the meta-parameters called with them)."""
         if callable(grid):
             meta = {n: v for n, v in zip(self.params, values) if n in self.constexprs}
             meta["num_warps"], meta["num_stages"] = num_warps, num_stages
             grid = grid(meta)
-        if isinstance(grid, int):
-            grid = (grid,)
-        k.launch(grid, [v for c, v in zip(self._const_flags, values) if not c] if self.constexprs else values)
+        return (grid,) if isinstance(grid, int) else grid
+
+    def run(self, grid, args, kwargs):
+        values, num_warps, num_stages = self._bind(args, kwargs)
+        launches = getattr(_state, "launches", None)
+        if launches is not None:  # a custom op's function run to see what it launches (CustomOp._launch_for)
+            launches.append((self, grid, values, num_warps, num_stages))
+            return
+        k = self._kernel(values, num_warps, num_stages)
+        k.launch(self._grid(grid, values, num_warps, num_stages), [v for c, v in zip(self._const_flags, values) if not c] if self.constexprs else values)
 
 
 def jit(fn=None):
@@ -463,6 +469,8 @@ class Autotuner:
     def run(self, grid, args, kwargs):
         key = self._key(args, kwargs)
         config = self.cache.get(key)
+        if config is None and getattr(_state, "launches", None) is not None:
+            raise _C.Error("kiln.tile: an autotuned kernel is recorded only once tuned")  # (no timing on fakes)
         if config is None:
             config = self._tune(key, grid, args, kwargs)
             self.cache[key] = config
@@ -559,6 +567,33 @@ class CustomOp:
 
     def _run(self, inputs, scalars):
         return _as_list(self._impl(*inputs, *scalars))
+
+    def _launch_for(self, inputs):
+        """The one kernel launch the function makes for these (fake) tensor inputs, as (program,
+        grid, ints), where it makes exactly one, on its inputs, then its outputs, then ints, and
+        returns those outputs; else None. The compiler reads the program (python/csrc/tile.cc):
+        a pointwise-shaped one fuses with the ops around the op, as a C++ tile op does."""
+        launches = []
+        saved = getattr(_state, "launches", None)
+        _state.launches = launches
+        try:
+            outs = _as_list(self._impl(*inputs))
+        except Exception:  # (it needs data, or more than meta information: it stays an extern call)
+            return None
+        finally:
+            _state.launches = saved
+        if len(launches) != 1:
+            return None
+        kernel, grid, values, num_warps, num_stages = launches[0]
+        args = [v for c, v in zip(kernel._const_flags, values) if not c]
+        tensors = list(inputs) + outs
+        if len(args) < len(tensors) or any(a is not t for a, t in zip(args, tensors)):
+            return None
+        ints = args[len(tensors):]
+        if not all(type(i) is int for i in ints):
+            return None
+        grid = tuple(kernel._grid(grid, values, num_warps, num_stages))
+        return kernel.trace(values, num_warps, num_stages), grid, ints
 
     def _run_backward(self, inputs, outputs, grads, scalars, needs):
         if self._backward is None:

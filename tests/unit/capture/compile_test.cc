@@ -247,21 +247,46 @@ TEST(Compile, DetachInsideTheFunction) {
   EXPECT_TRUE(f.report().breaks.empty());
 }
 
-TEST(Compile, NoGradAroundTensorsThatRequireGradRunsApart) {
+TEST(Compile, NoGradAroundTensorsThatRequireGradIsTraced) {
+  for (const char* backend : {"eager", "aot_eager"}) {
+    Tensor w = ones({3}).requires_grad_();
+    auto fn = [&](const Tensor& x) {
+      Tensor y = (x * w).sum();
+      Tensor z;
+      {
+        NoGradGuard ng;
+        z = (w * 2).sum();  // no history: contributes nothing to w's gradient
+      }
+      return y + z;
+    };
+    CompileOptions o;
+    o.backend = backend;
+    o.fullgraph = true;
+    auto f = compile(fn, o);
+    Tensor x = tensor({1.0f, 2.0f, 3.0f});
+    Tensor y = f(x);
+    EXPECT_EQ(y.item<float>(), 12.0f);
+    y.backward();
+    expect_equal(w.grad(), x);
+    EXPECT_EQ(f.report().graph_count, 1) << backend;
+  }
+}
+
+TEST(Compile, NoGradAroundAValueComputedWithGradRunsApart) {
   Tensor w = ones({3}).requires_grad_();
   auto fn = [&](const Tensor& x) {
-    Tensor y = (x * w).sum();
+    Tensor h = x * w;
     Tensor z;
     {
       NoGradGuard ng;
-      z = (w * 2).sum();  // no history: contributes nothing to w's gradient
+      z = (h * 2).sum();  // h has history in the graph: a segment of its own
     }
-    return y + z;
+    return h.sum() + z;
   };
   auto f = compile(fn);
   Tensor x = tensor({1.0f, 2.0f, 3.0f});
   Tensor y = f(x);
-  EXPECT_EQ(y.item<float>(), 12.0f);
+  EXPECT_EQ(y.item<float>(), 18.0f);
   y.backward();
   expect_equal(w.grad(), x);
   EXPECT_EQ(f.report().breaks.size(), 1u) << f.report().str();
