@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ops/dispatch.h"
+#include "ops/meta/meta_util.h"
 
 namespace kiln::decomp {
 namespace {
@@ -77,11 +78,21 @@ KILN_DECOMP(arange) {
 
 // start + i*step for the first half, end - (steps-1-i)*step for the second (as PyTorch):
 // both end points are exact. Computed in float64, then converted (integers truncate).
+// An end of linspace into the integer dtype dt, as PyTorch: converted to dt first (out of its range,
+// NaN and inf raise; a negative int wraps into uint8), then interpolated in float64.
+double integer_end(const char* arg, const Scalar& v, DType dt) {
+  const int64_t i = ops::integer_scalar("linspace", arg, v, dt).to_int();
+  const auto [lo, hi] = ops::int_range(dt);
+  return double(i < lo ? i + hi + 1 : i);
+}
+
 KILN_DECOMP(linspace) {
-  const double start = a.scalar(0).to_double(), end = a.scalar(1).to_double();
   const int64_t steps = a.i64(2);
   KILN_CHECK(steps >= 0, "linspace: number of steps must be non-negative, got ", steps);
   DType dt = a.opt_dtype(3).value_or(default_float_dtype());
+  const bool integral = is_integral(dt) && steps > 0;  // no steps: the ends are never converted
+  const double start = integral ? integer_end("start", a.scalar(0), dt) : a.scalar(0).to_double();
+  const double end = integral ? integer_end("end", a.scalar(1), dt) : a.scalar(1).to_double();
   Tensor i = iota(steps, 0, 1, kFloat64, a.opt_device(4));
   if (steps <= 1) return {convert_element_type(add(i, num(start)), dt)};
   const double step = (end - start) / double(steps - 1);

@@ -61,7 +61,9 @@ Pool2d setup(const Args& a, int64_t nd, bool is_max, bool ceil, const char* op) 
   if (p.unbatched) x = unsqueeze(x, 0);
   if (nd == 1) x = unsqueeze(x, 2);  // [N, C, 1, L]
   std::vector<int64_t> k = expand_param(a.ints(1), nd, op, "kernel_size");
-  std::vector<int64_t> s = a.ints(2).empty() ? k : expand_param(a.ints(2), nd, op, "stride");
+  // stride None or [] (its default): the kernel size, as PyTorch
+  const std::vector<int64_t> stride = a.opt_ints(2).value_or(std::vector<int64_t>{});
+  std::vector<int64_t> s = stride.empty() ? k : expand_param(stride, nd, op, "stride");
   std::vector<int64_t> pad = expand_param(a.ints(3), nd, op, "padding");
   std::vector<int64_t> dil = is_max ? expand_param(a.ints(4), nd, op, "dilation") : std::vector<int64_t>(size_t(nd), 1);
   if (nd == 1) k.insert(k.begin(), 1), s.insert(s.begin(), 1), pad.insert(pad.begin(), 0), dil.insert(dil.begin(), 1);

@@ -66,8 +66,8 @@ KILN_DECOMP(select) {
 
 KILN_DECOMP(flatten) {
   const Tensor& x = a.tensor(0);
+  const int64_t s = ops::wrap_dim(a.i64(1), x.dim()), e = ops::wrap_dim(a.i64(2), x.dim());  // 0-d: dims 0, -1
   if (x.dim() == 0) return {reshape(x, {1})};
-  const int64_t s = ops::wrap_dim(a.i64(1), x.dim()), e = ops::wrap_dim(a.i64(2), x.dim());
   KILN_CHECK(s <= e, "flatten: start_dim (", s, ") cannot come after end_dim (", e, ")");
   const SymShape xs = x.sym_sizes();
   SymShape sizes(xs.begin(), xs.begin() + s);

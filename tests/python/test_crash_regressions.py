@@ -13,6 +13,7 @@ import pytest
 import torch
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from test_bad_input import child_pythonpath  # noqa: E402 - this one's PYTHONPATH first, then python/
 
 # The child runs `code`, which sets `result` (JSON-able) or raises; it prints one JSON line.
 HARNESS = """
@@ -33,7 +34,7 @@ except BaseException as e:
 
 def run(code, tmp_path=None):
     src = HARNESS.format(code=textwrap.indent(textwrap.dedent(code).strip(), "    "))
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    env = dict(os.environ, PYTHONPATH=child_pythonpath())
     p = subprocess.run([sys.executable, "-c", src], capture_output=True, text=True, timeout=300, env=env,
                        cwd=str(tmp_path) if tmp_path else None)
     if p.returncode < 0:

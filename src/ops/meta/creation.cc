@@ -17,7 +17,9 @@ TensorSpec fresh(const SymShape& size, DType dt, std::optional<Device> dev) {
 KILN_META(full) {
   Scalar v = a.scalar(1);
   DType inferred = v.is_float() ? default_float_dtype() : v.dtype();
-  return {fresh(a.symints(0), a.opt_dtype(2).value_or(inferred), a.opt_device(3))};
+  const DType dt = a.opt_dtype(2).value_or(inferred);
+  if (is_integral(dt)) integer_scalar("full", "fill_value", v, dt);  // NaN, inf, out of range: an error
+  return {fresh(a.symints(0), dt, a.opt_device(3))};
 }
 
 KILN_META(empty) { return {fresh(a.symints(0), a.opt_dtype(1).value_or(default_float_dtype()), a.opt_device(2))}; }

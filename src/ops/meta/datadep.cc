@@ -23,9 +23,14 @@ KILN_META(unique) {
   check_not_fake(x, "unique");
   if (!a.is_none(4)) {  // unique slices along dim: the output keeps x's rank
     KILN_CHECK(x.dim() > 0, "unique: dim given for a 0-d tensor");
-    wrap_dim(*a.opt_i64(4), x.dim());  // checks the range
+    const int64_t d = wrap_dim(*a.opt_i64(4), x.dim());  // checks the range
+    // As PyTorch: a zero-size dim other than dim leaves slices of no elements, whose uniqueness is undefined.
+    int64_t zero_dims = 0;
+    for (int64_t i = 0; i < x.dim(); ++i) zero_dims += x.size(i) == 0;
+    KILN_CHECK(zero_dims == 0 || (zero_dims == 1 && x.size(d) == 0), "unique: the input ", shape_str(x.sym_sizes()),
+               " has a zero-size dim other than dim ", d, ", so unique along dim ", d, " cannot be applied");
     SymShape s = x.sym_sizes();
-    s[size_t(wrap_dim(*a.opt_i64(4), x.dim()))] = SymInt(0);
+    s[size_t(d)] = SymInt(0);
     return {spec_like(x, s, x.dtype()), spec_like(x, SymShape{SymInt(0)}, kInt64),
             spec_like(x, SymShape{SymInt(0)}, kInt64)};
   }

@@ -54,6 +54,7 @@ KILN_META(constant_pad) {
     KILN_CHECK(n >= 0, "pad: the padded size of dim ", d, " would be negative (", n.str(), ")");
     sizes[d] = n;
   }
+  if (is_integral(x.dtype())) integer_scalar("pad", "value", a.scalar(2), x.dtype());  // NaN, inf, out of range
   return {spec_like(x, sizes, x.dtype())};
 }
 
