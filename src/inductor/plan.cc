@@ -17,9 +17,18 @@
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
+#include "inductor/plan_cache.h"
+#include "runtime/cache.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
+
+// What the plan cache keeps of the loop IR's structs (plan_cache.h): every field, one line each.
+template <class A>
+void fields(A& a, Buffer& b) { a(b.name, b.kind, b.dtype, b.sizes, b.strides, b.offset, b.input, b.literal, b.producer); }
+template <class A>
+void fields(A& a, KernelArg& k) { a(k.buffer, k.size); }
+
 namespace {
 
 using SymEnv = std::map<std::string, int64_t>;
@@ -96,22 +105,51 @@ struct Step {
   int kernel = -1;                   // launches: index into kernels
   std::vector<KernelArg> args;       // launches
   ExprPtr grid;                      // launches
-  std::vector<const graph::Value*> in_values;  // externs: per tensor argument, its value...
   std::vector<int> release;          // buffers dead after this step
-  // What a launch evaluates per call (prepare_run): the grid, and each size argument.
+  // Run side (prepare_run): an extern's tensor arguments (its value per Node::inputs entry...);
+  // what a launch evaluates per call: the grid, and each size argument.
+  std::vector<const graph::Value*> in_values;
   Size grid_size;
   std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
+template <class A>
+void fields(A& a, Step& s) { a(s.node, s.kernel, s.args, s.grid, s.release); }
+
+// A node as the run side sees it: the plan cache keeps these fields of the loop IR's Node (the
+// bodies and ranges are the build side's) and the extern's graph node by its position.
+struct RunNode {
+  NodeKind kind = NodeKind::Pointwise;
+  std::string name, extern_op;
+  std::vector<int> outputs, inputs;
+  int64_t call = -1;  // index in the graph's node list
+};
+template <class A>
+void fields(A& a, RunNode& n) { a(n.kind, n.name, n.extern_op, n.outputs, n.inputs, n.call); }
+
+// A built plan as the cache stores it: the graph as text (externs run its nodes), the buffers,
+// nodes, outputs and steps, each kernel's tile IR (Compiled::kernels) and the kernel group.
+struct PlanImage {
+  std::string graph;
+  std::vector<Buffer> buffers;
+  std::vector<RunNode> nodes;
+  std::vector<int> outputs;
+  std::vector<Step> steps;
+  std::vector<std::string> kernels;
+  std::optional<tile::cpu::GroupImage> group;
+};
+template <class A>
+void fields(A& a, PlanImage& p) { a(p.graph, p.buffers, p.nodes, p.outputs, p.steps, p.kernels, p.group); }
 
 // Kernel groups compiled in this process, by their tile IR, so a graph compiled again (a
-// recompile, another test) reuses the kernels it already has (or is compiling).
-tile::cpu::PendingGroup compile_cached(std::vector<tile::Program> programs, const std::string& ir) {
+// recompile, another test) reuses the kernels it already has (or is compiling); `start` starts
+// one that is not there.
+tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::function<tile::cpu::PendingGroup()>& start) {
   static std::mutex mu;
   static std::map<std::string, tile::cpu::PendingGroup> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(ir);
   if (it != cache.end()) return it->second;
-  return cache[ir] = tile::cpu::compile_group_async(std::move(programs), "default", ir);
+  return cache[ir] = start();
 }
 
 // The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
@@ -147,9 +185,7 @@ class Plan {
       const Node& n = p_.nodes[i];
       Step s;
       s.node = int(i);
-      if (n.kind == NodeKind::Extern) {
-        for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
-      } else {
+      if (n.kind != NodeKind::Extern) {
         GeneratedKernel k = emit_tile(p_, n);
         s.kernel = int(programs.size());
         s.args = k.args;
@@ -164,20 +200,72 @@ class Plan {
       std::string ir;
       for (const std::string& k : c.kernels) ir += k;
       const size_t count = programs.size();
-      pending_ = compile_cached(std::move(programs), ir);
+      pending_ = compile_cached(ir, [&] { return tile::cpu::compile_group_async(std::move(programs), "default", ir); });
       for (const std::string& tu : pending_.sources()) c.source += tu;
       KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
                             << " translation unit(s)\n" << c.source;
     }
+    kernel_ir_ = c.kernels;
     KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms()
                    << "; compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
     return c;
+  }
+
+  // The built plan as the cache keeps it (after build()).
+  PlanImage image() const {
+    PlanImage im;
+    im.graph = graph::print(*p_.graph);
+    im.buffers = p_.buffers;
+    std::map<const graph::Node*, int64_t> position;
+    for (const graph::Node* n : p_.graph->nodes()) position.emplace(n, int64_t(position.size()));
+    for (const Node& n : p_.nodes)
+      im.nodes.push_back({n.kind, n.name, n.extern_op, n.outputs, n.inputs, n.call ? position.at(n.call) : -1});
+    im.outputs = p_.outputs;
+    im.steps = steps_;
+    im.kernels = kernel_ir_;
+    if (pending_.valid()) im.group = pending_.image();
+    return im;
+  }
+
+  // A plan from its image (the graph parsed, the kernels' objects loaded from the disk cache or
+  // compiled again), as build() leaves it; what Compiled holds of it in `c`.
+  static std::shared_ptr<Plan> load(PlanImage im, Compiled& c) {
+    Program p;
+    p.graph = std::make_shared<const graph::Graph>(graph::parse(im.graph));
+    std::vector<const graph::Node*> nodes;
+    for (const graph::Node* n : p.graph->nodes()) nodes.push_back(n);
+    p.buffers = std::move(im.buffers);
+    for (RunNode& rn : im.nodes) {
+      KILN_CHECK(rn.call >= -1 && rn.call < int64_t(nodes.size()), "inductor plan: node ", rn.name, " runs graph node ",
+                 rn.call, " of ", nodes.size());
+      Node& n = p.nodes.emplace_back();
+      n.kind = rn.kind, n.name = std::move(rn.name), n.extern_op = std::move(rn.extern_op);
+      n.outputs = std::move(rn.outputs), n.inputs = std::move(rn.inputs);
+      n.call = rn.call >= 0 ? nodes[size_t(rn.call)] : nullptr;
+      KILN_CHECK(n.kind != NodeKind::Extern || n.call, "inductor plan: extern ", n.name, " without its graph node");
+    }
+    p.outputs = std::move(im.outputs);
+    auto plan = std::make_shared<Plan>(std::move(p));
+    plan->steps_ = std::move(im.steps);
+    plan->kernel_ir_ = im.kernels;
+    c.kernels = std::move(im.kernels);
+    if (im.group) {
+      std::string ir;
+      for (const std::string& k : c.kernels) ir += k;
+      plan->pending_ = compile_cached(ir, [&] { return tile::cpu::load_group(std::move(*im.group)); });
+      for (const std::string& tu : plan->pending_.sources()) c.source += tu;
+    }
+    plan->check();
+    return plan;
   }
 
   // The run side's view of the built plan: every size known ahead of a call computed once.
   void prepare_run() {
     for (const Buffer& b : p_.buffers) layouts_.push_back(layout_of(b));
     for (Step& s : steps_) {
+      const Node& n = p_.nodes[size_t(s.node)];
+      if (n.kind == NodeKind::Extern)
+        for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
       if (s.kernel < 0) continue;
       s.grid_size = size_of(s.grid);
       for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.buffer >= 0 ? Size() : size_of(a.size));
@@ -270,8 +358,32 @@ class Plan {
   const Program& program() const { return p_; }
 
  private:
+  // A loaded plan's indices in range (an entry that checks out but is not this build's plan).
+  void check() const {
+    const auto buffer_ok = [&](int b) { return b >= 0 && size_t(b) < p_.buffers.size(); };
+    const size_t kernels = pending_.valid() ? pending_.image().kernels.size() : 0;
+    bool ok = kernels == kernel_ir_.size() && std::all_of(p_.outputs.begin(), p_.outputs.end(), buffer_ok);
+    for (const Buffer& b : p_.buffers) ok = ok && (b.kind != BufferKind::Input || (b.input >= 0 && size_t(b.input) < p_.graph->inputs().size()));
+    for (const Node& n : p_.nodes) {
+      ok = ok && std::all_of(n.outputs.begin(), n.outputs.end(), buffer_ok) && std::all_of(n.inputs.begin(), n.inputs.end(), buffer_ok);
+      if (n.call) ok = ok && n.inputs.size() == n.call->inputs().size();
+    }
+    for (const Step& s : steps_) {
+      ok = ok && s.node >= 0 && size_t(s.node) < p_.nodes.size() && s.kernel < int(kernels) &&
+           std::all_of(s.release.begin(), s.release.end(), buffer_ok);
+      if (ok && s.kernel >= 0) {
+        ok = s.grid && s.args.size() == pending_.image().kernels[size_t(s.kernel)].params.size();
+        for (const KernelArg& a : s.args) ok = ok && (a.buffer >= 0 ? buffer_ok(a.buffer) : bool(a.size));
+      } else if (ok) {
+        ok = p_.nodes[size_t(s.node)].kind == NodeKind::Extern;
+      }
+    }
+    KILN_CHECK(ok, "inductor plan: an index out of range");
+  }
+
   Program p_;
   std::vector<Step> steps_;
+  std::vector<std::string> kernel_ir_;  // per kernel, its tile IR before the passes (Compiled::kernels)
   tile::cpu::PendingGroup pending_;
   mutable std::once_flag ready_;
   mutable std::vector<tile::cpu::Kernel> kernels_;
@@ -287,11 +399,38 @@ class Plan {
 
 }  // namespace
 
+// The plan cache's key of a graph: what the plan depends on. The graph's text (ops, args,
+// constants, the inputs' dtypes, sizes, strides and symbols) and the symbols' hints (block
+// sizes follow them), this build of kiln (its lowering and fusion) and what keys the kernels'
+// objects (compiler, flags, CPU, version) with the compile jobs (the group's split).
+std::string plan_key(const graph::Graph& g) {
+  std::string hints;
+  for (const graph::Value* v : g.inputs())
+    for (const SymInt& s : v->spec.sizes)
+      if (s.is_symbolic()) hints += sym::str(s.expr()) + "=" + std::to_string(s.hint()) + " ";
+  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, runtime::cache::build_id(),
+                               tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
+}
+
 Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
   const Timer timer;
-  auto plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
-  KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
-  Compiled c = plan->build();
+  Compiled c;
+  std::shared_ptr<Plan> plan;
+  const std::string key = runtime::cache::enabled() ? plan_key(*g) : std::string();
+  PlanImage image;
+  if (!key.empty() && plan_cache::load(key, [&](plan_cache::Reader& r) {
+        r(image);
+        c = Compiled();
+        plan = Plan::load(std::move(image), c);
+      })) {
+    KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms();
+  } else {
+    c = Compiled();
+    plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
+    KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
+    c = plan->build();
+    if (!key.empty()) plan_cache::store(key, [&](plan_cache::Writer& w) { w(plan->image()); });
+  }
   plan->prepare_run();
   c.run = [plan](const std::vector<Tensor>& inputs) {
     plan->await_kernels();
