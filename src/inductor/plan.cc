@@ -412,25 +412,24 @@ std::string plan_key(const graph::Graph& g) {
                                tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
 }
 
-Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
+namespace {
+
+constexpr const char* kPlanNamespace = "inductor-plan";
+
+// The plan the cache holds under `key`, loaded (its kernels loading); false on a miss.
+bool load_plan(const std::string& key, Compiled& c, std::shared_ptr<Plan>& plan) {
   const Timer timer;
-  Compiled c;
-  std::shared_ptr<Plan> plan;
-  const std::string key = runtime::cache::enabled() ? plan_key(*g) : std::string();
   PlanImage image;
-  if (!key.empty() && plan_cache::load(key, [&](plan_cache::Reader& r) {
-        r(image);
-        c = Compiled();
-        plan = Plan::load(std::move(image), c);
-      })) {
-    KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms();
-  } else {
+  const bool hit = plan_cache::load(kPlanNamespace, key + ".plan", [&](plan_cache::Reader& r) {
+    r(image);
     c = Compiled();
-    plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
-    KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
-    c = plan->build();
-    if (!key.empty()) plan_cache::store(key, [&](plan_cache::Writer& w) { w(plan->image()); });
-  }
+    plan = Plan::load(std::move(image), c);
+  });
+  if (hit) KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms();
+  return hit;
+}
+
+Compiled finish(std::shared_ptr<Plan> plan, Compiled c) {
   plan->prepare_run();
   c.run = [plan](const std::vector<Tensor>& inputs) {
     plan->await_kernels();
@@ -439,6 +438,33 @@ Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
   return c;
 }
 
-GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_graph_verbose(std::move(g)).run; }
+Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key) {
+  const std::string key = runtime::cache::enabled() ? inductor::plan_key(*g) : std::string();
+  if (plan_key) *plan_key = key;
+  Compiled c;
+  std::shared_ptr<Plan> plan;
+  if (!key.empty() && load_plan(key, c, plan)) return finish(std::move(plan), std::move(c));
+  const Timer timer;
+  plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
+  KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
+  c = plan->build();
+  if (!key.empty()) plan_cache::store(kPlanNamespace, key + ".plan", [&](plan_cache::Writer& w) { w(plan->image()); });
+  return finish(std::move(plan), std::move(c));
+}
+
+}  // namespace
+
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr); }
+
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr).run; }
+
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key) { return compile_keyed(std::move(g), plan_key).run; }
+
+GraphFn load_graph(const std::string& plan_key) {
+  Compiled c;
+  std::shared_ptr<Plan> plan;
+  if (plan_key.empty() || !load_plan(plan_key, c, plan)) return {};
+  return finish(std::move(plan), std::move(c)).run;
+}
 
 }  // namespace kiln::inductor

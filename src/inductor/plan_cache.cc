@@ -8,8 +8,6 @@
 
 namespace kiln::inductor::plan_cache {
 
-constexpr const char* kNamespace = "inductor-plan";
-
 void Writer::put(const Scalar& s) {
   number(int64_t(s.kind()));
   if (s.is_float()) put(s.to_double());
@@ -134,9 +132,8 @@ void Reader::get(Tensor& t) {
   t = graph::literal_tensor(sizes, dtype, elements);
 }
 
-bool load(const std::string& key, const std::function<void(Reader&)>& read) {
-  const std::string entry = key + ".plan";
-  const std::optional<std::string> bytes = runtime::cache::get(kNamespace, entry);
+bool load(std::string_view ns, const std::string& entry, const std::function<void(Reader&)>& read) {
+  const std::optional<std::string> bytes = runtime::cache::get(ns, entry);
   if (!bytes) return false;
   std::string why;
   try {
@@ -150,15 +147,15 @@ bool load(const std::string& key, const std::function<void(Reader&)>& read) {
     why = e.what();
   }
   KILN_LOG(cache) << "the cached plan " << entry << " does not parse (" << why << "); removed, it is rebuilt";
-  runtime::cache::remove(kNamespace, entry);
+  runtime::cache::remove(ns, entry);
   return false;
 }
 
-void store(const std::string& key, const std::function<void(Writer&)>& write) {
+void store(std::string_view ns, const std::string& entry, const std::function<void(Writer&)>& write) {
   if (!runtime::cache::enabled()) return;
   Writer w;
   write(w);
-  runtime::cache::put(kNamespace, key + ".plan", w.text());
+  runtime::cache::put(ns, entry, w.text());
 }
 
 }  // namespace kiln::inductor::plan_cache

@@ -1,6 +1,7 @@
 // Whole compiled graphs on disk (docs/cache.md): the executable plan inductor builds for a graph
 // (plan.cc) as an entry of the disk cache, "inductor-plan/<key>.plan", so a warm process skips
-// lowering, fusion, the tile passes and the C emitter and only loads the kernels' objects.
+// lowering, fusion, the tile passes and the C emitter and only loads the kernels' objects; and
+// the "inductor" backend's entry per captured graph (src/compile/backends.cc), which names them.
 //
 // The plan is written and read by one list of fields per struct, used in both directions:
 //
@@ -119,10 +120,11 @@ class Reader {
   size_t at_ = 0;
 };
 
-// The cache's entry for `key` read by `read` (which throws FormatError on a bad entry); false
-// on a miss, including an entry that did not parse (then removed: the caller rebuilds it).
-bool load(const std::string& key, const std::function<void(Reader&)>& read);
+// The cache's entry ns/name read by `read` (which throws FormatError, or a kiln::Error, on a
+// bad entry); false on a miss, including an entry that did not parse (then removed: the caller
+// rebuilds it). Entries: "inductor-plan" (plan.cc), "inductor-graph" (src/compile/backends.cc).
+bool load(std::string_view ns, const std::string& name, const std::function<void(Reader&)>& read);
 // Stores an entry written by `write` (the cache's atomic write; nothing when the cache is off).
-void store(const std::string& key, const std::function<void(Writer&)>& write);
+void store(std::string_view ns, const std::string& name, const std::function<void(Writer&)>& write);
 
 }  // namespace kiln::inductor::plan_cache
