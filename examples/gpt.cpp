@@ -3,11 +3,13 @@
 //   example_gpt [--text FILE] [--layers 2] [--d 128] [--heads 4] [--ctx 128] [--batch 16]
 //               [--steps 600] [--lr 1e-3] [--minutes M] [--seed 0] [--checkpoint gpt.safetensors]
 //               [--sample 400] [--temperature 0.8] [--top-k 20] [--prompt TEXT]
-//               [--backend eager|aot_eager|none]
+//               [--backend inductor|aot_eager|eager|none]
 //
-// The forward pass and loss run through kiln::compile (captured once as a graph; --backend picks
-// what runs it: "eager" interprets it with eager kernels, "aot_eager" also compiles the backward
-// ahead of time; "none" runs the model eagerly without capture).
+// The whole training step (forward, loss, backward, gradient clipping, AdamW) runs through
+// kiln::compile, captured once as one graph; --backend picks what runs it: "inductor" (the
+// default) generates fused C++ kernels for it (docs/compiler.md), "aot_eager" runs the joint
+// graph with eager kernels, "eager" interprets the captured graph; "none" runs it all eagerly
+// without capture. Evaluation and sampling run eagerly.
 // The default text is the GPL-3 that ships with Debian. The loss is printed next to the text's
 // unigram entropy (what a model that ignores context achieves), so learning is visible.
 #include <kiln/kiln.h>
@@ -35,7 +37,7 @@ struct Args {
   std::string text = "/usr/share/common-licenses/GPL-3";
   std::string checkpoint = "gpt.safetensors";
   std::string prompt = "\n";
-  std::string backend = "eager";  // compile()'s backend for the loss; "none" runs eagerly
+  std::string backend = "inductor";  // compile()'s backend for the training step; "none": eager
   int64_t layers = 2, d = 128, heads = 4, ctx = 128, batch = 16, steps = 600, sample = 400, top_k = 20;
   double lr = 1e-3, minutes = 0, temperature = 0.8;
   uint64_t seed = 0;
@@ -172,25 +174,32 @@ int main(int argc, char** argv) {
   std::printf("model: %lld layers, d %lld, %lld heads, context %lld: %lld parameters\n", (long long)cfg.layers,
               (long long)cfg.d, (long long)cfg.heads, (long long)cfg.ctx, (long long)nparams);
 
-  optim::AdamW opt(model->parameters(), {.lr = args.lr, .betas = {0.9, 0.99}, .weight_decay = 0.1});
+  // capturable: the bias corrections and the lr are tensors, so the update is captured with the
+  // rest of the step and the schedule's new lr reaches the compiled step (docs/compile.md).
+  optim::AdamW opt(model->parameters(), {.lr = args.lr, .betas = {0.9, 0.99}, .weight_decay = 0.1, .capturable = true});
   auto schedule = optim::warmup_cosine(opt, std::min<int64_t>(50, args.steps / 10 + 1), args.steps, args.lr / 10);
-  // The forward and loss run compiled: captured once as a graph (guarded: the same shapes and
-  // modes reuse it), run by the chosen backend; backward and the optimizer run eagerly.
+  auto train_step = [&](const Tensor& x, const Tensor& y) {
+    Tensor loss = model->loss(x, y);
+    loss.backward();
+    nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+    opt.step();
+    return loss;
+  };
+  // Captured once as one graph (guarded: the same shapes and modes reuse it) and run by the
+  // chosen backend; zero_grad and the schedule run outside it (docs/compile.md, Training steps).
   CompileOptions co;
   co.backend = args.backend == "none" ? "eager" : args.backend;
-  co.name = "gpt loss";
-  auto compiled_loss = compile([](gpt::GPT& m, const Tensor& x, const Tensor& y) { return m->loss(x, y); }, co);
+  co.name = "gpt train step";
+  co.fullgraph = true;
+  auto compiled_step = compile(train_step, co);
   std::mt19937_64 rng(args.seed);
   const auto t0 = std::chrono::steady_clock::now();
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   int64_t tokens = 0;
   for (int64_t step = 1; step <= args.steps; ++step) {
     auto [x, y] = batch(train_ids, args.batch, args.ctx, rng);
-    Tensor loss = args.backend == "none" ? model->loss(x, y) : compiled_loss(model, x, y);
     opt.zero_grad();
-    loss.backward();
-    nn::utils::clip_grad_norm_(model->parameters(), 1.0);
-    opt.step();
+    Tensor loss = args.backend == "none" ? train_step(x, y) : compiled_step(x, y);
     schedule->step();
     tokens += args.batch * args.ctx;
     const bool out_of_time = args.minutes > 0 && elapsed() > args.minutes * 60;
@@ -205,7 +214,7 @@ int main(int argc, char** argv) {
   }
 
   if (args.backend != "none") {
-    ExplainReport r = compiled_loss.report();
+    ExplainReport r = compiled_step.report();
     std::printf("compiled (backend %s): %d graph(s) of %d ops, %zu graph breaks, %zu recompiles\n", args.backend.c_str(),
                 r.graph_count, r.ops_per_graph.empty() ? 0 : r.ops_per_graph[0], r.breaks.size(), r.recompile_reasons.size());
   }

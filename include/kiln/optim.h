@@ -80,10 +80,15 @@ class Optimizer {
   virtual void check_options(size_t group) = 0;  // after loading; throws kiln::Error
   // Index over all groups of the first parameter of `group`.
   size_t first_index(size_t group) const;
+  // The group's lr as a 0-d float64 tensor, for capturable updates: inside a compiled step it is
+  // a graph input (a real tensor, refreshed here and by set_lr), so a scheduler's new lr reaches
+  // the compiled step instead of the lr it was traced with being baked in as a constant.
+  const Tensor& lr_tensor(size_t group);
 
   struct Group {
     std::vector<Tensor> params;
     std::optional<double> initial_lr;
+    Tensor lr_value;  // lr_tensor's storage; undefined until a capturable update asks for it
   };
   std::vector<Group> groups_;
   std::vector<ParamState> state_;  // one per parameter over all groups

@@ -171,12 +171,26 @@ def compile(fn=None, *, backend="eager", dynamic=None, fullgraph=False, recompil
     options = dict(backend=backend, dynamic=dynamic, fullgraph=fullgraph, recompile_limit=recompile_limit,
                    error_on_recompile_limit=error_on_recompile_limit)
     if fn is None:
-        return lambda f: CompiledFunction(f, options)
+        return lambda f: _compiled(f, options)
+    return _compiled(fn, options)
+
+
+def _compiled(fn, options):
+    """A Module becomes an OptimizedModule (a Module forwarding to it), anything else a
+    CompiledFunction."""
+    from ._optimized_module import OptimizedModule
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
+    if isinstance(fn, _module.Module):
+        return OptimizedModule(fn, CompiledFunction(fn, options))
     return CompiledFunction(fn, options)
 
 
 def explain(fn, *args, **kwargs):
     """Compiles fn afresh, calls it once with the arguments, and returns what capture did."""
+    from ._optimized_module import OptimizedModule
+    if isinstance(fn, OptimizedModule):
+        fn = fn._orig_mod
     c = CompiledFunction(fn, dict(backend="eager", dynamic=None, fullgraph=False, recompile_limit=8,
                                   error_on_recompile_limit=False))
     c(*args, **kwargs)

@@ -19,14 +19,19 @@ void check_adam(const char* who, const O& o) {
   KILN_CHECK(o.weight_decay >= 0, who, ": invalid weight_decay ", o.weight_decay);
 }
 
-// One Adam update of p; `decoupled` selects AdamW's weight decay.
+// One Adam update of p; `decoupled` selects AdamW's weight decay. `lr` is the group's lr as a
+// tensor when o.capturable (Optimizer::lr_tensor), else undefined.
 template <class O>
-void adam_update(Tensor& p, ParamState& st, const O& o, bool decoupled) {
+void adam_update(Tensor& p, ParamState& st, const O& o, bool decoupled, const Tensor& lr) {
   Tensor g = p.grad();
   if (o.maximize) g = neg(g);
   if (o.weight_decay != 0) {
-    if (decoupled) p.mul_(1 - o.lr * o.weight_decay);
-    else g = add(g, mul(p, o.weight_decay));
+    if (decoupled) {
+      if (o.capturable) p.mul_(rsub(mul(lr, o.weight_decay), 1.0));
+      else p.mul_(1 - o.lr * o.weight_decay);
+    } else {
+      g = add(g, mul(p, o.weight_decay));
+    }
   }
   Tensor& step = st["step"];
   Tensor& m = st["exp_avg"];
@@ -55,7 +60,7 @@ void adam_update(Tensor& p, ParamState& st, const O& o, bool decoupled) {
     Tensor bc1 = rsub(pow(full_like(t, b1), t), 1.0);
     Tensor bc2 = rsub(pow(full_like(t, b2), t), 1.0);
     Tensor denom = sqrt(denom_v).div_(sqrt(bc2)).add_(o.eps);
-    p.sub_(div(m, denom).mul_(div(full_like(t, o.lr), bc1)));
+    p.sub_(div(m, denom).mul_(div(lr, bc1)));
     return;
   }
   const double t = step.item<double>();
@@ -81,16 +86,18 @@ AdamW::AdamW(std::vector<Tensor> params, const AdamWOptions& options, SourceLoc 
 void Adam::step_impl() {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const size_t base = first_index(g);
+    const Tensor lr = options_[g].capturable ? lr_tensor(g) : Tensor();
     for (size_t j = 0; j < groups_[g].params.size(); ++j)
-      if (groups_[g].params[j].grad().defined()) adam_update(groups_[g].params[j], state_[base + j], options_[g], false);
+      if (groups_[g].params[j].grad().defined()) adam_update(groups_[g].params[j], state_[base + j], options_[g], false, lr);
   }
 }
 
 void AdamW::step_impl() {
   for (size_t g = 0; g < groups_.size(); ++g) {
     const size_t base = first_index(g);
+    const Tensor lr = options_[g].capturable ? lr_tensor(g) : Tensor();
     for (size_t j = 0; j < groups_[g].params.size(); ++j)
-      if (groups_[g].params[j].grad().defined()) adam_update(groups_[g].params[j], state_[base + j], options_[g], true);
+      if (groups_[g].params[j].grad().defined()) adam_update(groups_[g].params[j], state_[base + j], options_[g], true, lr);
   }
 }
 

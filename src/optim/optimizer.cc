@@ -106,6 +106,18 @@ double Optimizer::lr(size_t group) const {
 void Optimizer::set_lr(size_t group, double lr) {
   params(group);
   group_lr(group) = lr;
+  if (groups_[group].lr_value.defined()) lr_tensor(group);
+}
+
+const Tensor& Optimizer::lr_tensor(size_t group) {
+  // Real even inside a compile() trace: the traced step reads it as an input, and set_lr (called
+  // outside the compiled step, by a scheduler) writes the new value into the same tensor.
+  ops::SuspendDispatchMode real;
+  Tensor& t = groups_.at(group).lr_value;
+  const double lr = group_lr(group);
+  if (!t.defined()) t = scalar_tensor(lr, kFloat64);
+  else if (t.item<double>() != lr) t.fill_(lr);
+  return t;
 }
 
 std::optional<double> Optimizer::initial_lr(size_t group) const { return groups_.at(group).initial_lr; }
@@ -276,7 +288,10 @@ void Optimizer::load_state_dict(const TensorMap& sd, SourceLoc loc) {
     write(old);
     throw;
   }
-  for (size_t g = 0; g < groups_.size(); ++g) groups_[g].initial_lr = initial_lrs[g];
+  for (size_t g = 0; g < groups_.size(); ++g) {
+    groups_[g].initial_lr = initial_lrs[g];
+    if (groups_[g].lr_value.defined()) lr_tensor(g);  // a compiled step reads the loaded lr
+  }
   state_ = std::move(new_state);
 }
 

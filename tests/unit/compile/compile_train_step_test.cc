@@ -47,12 +47,16 @@ struct Result {
 // 20 AdamW steps. zero_grad(set_to_none) runs outside the step (as it must; see docs/compile.md).
 Result train(const std::function<std::shared_ptr<nn::Module>()>& make, const std::function<Tensor(nn::Module&, const Tensor&, const Tensor&)>& loss_fn,
              const Tensor& x, const Tensor& y, bool compiled, bool clip, bool set_to_none = true,
-             const std::string& backend = "eager", bool capturable = true, bool fullgraph = true) {
+             const std::string& backend = "eager", bool capturable = true, bool fullgraph = true,
+             bool scheduled = false) {
   std::shared_ptr<nn::Module> model = make();
   std::vector<Tensor> params = model->parameters();
   optim::AdamWOptions o;
   o.lr = 1e-2, o.weight_decay = 0.1, o.capturable = capturable;
   optim::AdamW opt(params, o);
+  // A warmup then cosine decay: the lr changes every step, outside the compiled step.
+  std::unique_ptr<optim::LRScheduler> sched;
+  if (scheduled) sched = optim::warmup_cosine(opt, 5, 20, 1e-3);
   auto step = [&](const Tensor& in, const Tensor& tg) {
     Tensor loss = loss_fn(*model, in, tg);
     loss.backward();
@@ -69,6 +73,7 @@ Result train(const std::function<std::shared_ptr<nn::Module>()>& make, const std
     opt.zero_grad(set_to_none);
     Tensor loss = compiled ? compiled_step(x, y) : step(x, y);
     r.losses.push_back(loss.item<double>());
+    if (sched) sched->step();
   }
   size_t i = 0;
   for (auto& [name, p] : model->named_parameters()) {
@@ -131,6 +136,20 @@ TEST(CompileTrainStep, MlpAdamW) {
   EXPECT_EQ(comp.graph.find("linear("), std::string::npos) << comp.graph;
   EXPECT_EQ(comp.graph.find("cross_entropy("), std::string::npos);
   EXPECT_NE(comp.graph.find("scatter_add("), std::string::npos);
+}
+
+// The lr a scheduler sets reaches the compiled step (a tensor input of the graph, not the traced
+// value baked in as a constant), with one graph for all 20 steps.
+TEST(CompileTrainStep, MlpAdamWWithLrSchedule) {
+  manual_seed(1);
+  Tensor x = randn({6, 8}), y = randint(0, 4, {6});
+  Result eager = train(make_mlp, mlp_loss, x, y, false, false, true, "eager", true, true, true);
+  for (const char* backend : {"eager", "inductor"}) {
+    Result comp = train(make_mlp, mlp_loss, x, y, true, false, true, backend, true, true, true);
+    SCOPED_TRACE(backend);
+    expect_tracks(eager, comp);
+    EXPECT_EQ(comp.graphs, 1);
+  }
 }
 
 TEST(CompileTrainStep, MlpAdamWClipGradNorm) {
