@@ -27,7 +27,7 @@ GraphFn load_graph(const std::string& plan_key);
 // The plan cache's key of a graph (plan.cc).
 std::string plan_key(const graph::Graph& g);
 
-// What compile_graph made, for tests, tools and the kernels goldens.
+// What compile_graph made, for tests, tools and the kernels goldens (always built: no plan cache).
 struct Compiled {
   std::vector<std::string> kernels;  // each kernel's tile IR, in launch order
   std::string source;           // the C++ translation unit

@@ -243,7 +243,7 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
     }
   }
   // The passes change no parameter or meta-parameter (a hit takes them from the programs as given).
-  const Layout l = cached ? std::move(*cached) : layout(programs, passes);
+  Layout l = cached ? std::move(*cached) : layout(programs, passes);
   if (keep && !cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
   GroupImage image;
   image.stems = l.stems;
@@ -253,15 +253,14 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
     GroupImage::Entry& e = image.kernels.emplace_back();
     e.name = p.name;
     e.symbol = entry_name(p);
-    e.ir = l.ir[i];
     for (const Param& prm : p.params) e.params.push_back({prm.name, prm.kind, prm.value->type.dtype});
     e.meta = p.meta;
     e.part = l.part_of[i];
   }
-  return load_group(std::move(image));
+  return load_group(std::move(image), std::move(l.ir));
 }
 
-PendingGroup load_group(GroupImage image) {
+PendingGroup load_group(GroupImage image, std::vector<std::string> ir) {
   KILN_CHECK(!image.sources.empty() && image.stems.size() == image.sources.size() && !image.kernels.empty(),
              "tile: load_group of an image without translation units or kernels");
   auto img = std::make_shared<const GroupImage>(std::move(image));
@@ -273,7 +272,7 @@ PendingGroup load_group(GroupImage image) {
     d->name = e.name;
     d->params = e.params;
     d->meta = e.meta;
-    d->ir = e.ir;
+    if (data.size() < ir.size()) d->ir = std::move(ir[data.size()]);
     d->source = img->sources[e.part];
     data.push_back(std::move(d));
   }

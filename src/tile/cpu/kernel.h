@@ -58,7 +58,7 @@ class Kernel {
   const std::string& name() const;
   const std::vector<ParamSig>& params() const;
   const Meta& meta() const;
-  const std::string& ir() const;      // the program as compiled (after its passes), as text
+  const std::string& ir() const;      // the program as compiled (after its passes), as text (empty: load_group)
   const std::string& source() const;  // the translation unit it was compiled in
   const Library& library() const;
 
@@ -73,17 +73,17 @@ class Kernel {
 
  private:
   struct Data;
-  friend PendingGroup load_group(GroupImage image);
+  friend PendingGroup load_group(GroupImage image, std::vector<std::string> ir);
   std::shared_ptr<const Data> d_;
 };
 
 // A group short of its objects: per translation unit its file stem and C, per kernel its
-// signature, entry symbol, IR after the passes and unit. What a whole compiled graph keeps on
+// signature, entry symbol and unit (not its IR: Kernel::ir() of a loaded group is empty). What a whole compiled graph keeps on
 // disk (inductor's plan cache) to start its compilers again without the passes or the emitter.
 // `fields` lists every member once for a reader and a writer (inductor/plan_cache.h).
 struct GroupImage {
   struct Entry {
-    std::string name, symbol, ir;
+    std::string name, symbol;
     std::vector<ParamSig> params;
     Meta meta;
     size_t part = 0;
@@ -94,7 +94,7 @@ struct GroupImage {
 template <class A>
 void fields(A& a, ParamSig& p) { a(p.name, p.kind, p.dtype); }
 template <class A>
-void fields(A& a, GroupImage::Entry& e) { a(e.name, e.symbol, e.ir, e.params, e.meta, e.part); }
+void fields(A& a, GroupImage::Entry& e) { a(e.name, e.symbol, e.params, e.meta, e.part); }
 template <class A>
 void fields(A& a, GroupImage& g) { a(g.stems, g.sources, g.kernels); }
 
@@ -109,7 +109,7 @@ class PendingGroup {
   const GroupImage& image() const { return *image_; }
 
  private:
-  friend PendingGroup load_group(GroupImage image);
+  friend PendingGroup load_group(GroupImage image, std::vector<std::string> ir);
   std::shared_ptr<const GroupImage> image_;
   std::shared_ptr<const std::vector<std::string>> sources_;
   std::shared_future<std::vector<Kernel>> kernels_;
@@ -127,8 +127,9 @@ std::vector<Kernel> compile_group(std::vector<Program> programs, const std::stri
 // `printed`: the programs' text (print() of each, concatenated) when the caller has it already.
 PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes = "default", std::string printed = {});
 // Starts the compilers of a group as compile_group_async made it (its image()), each unit
-// through the disk cache. A kiln::Error when the image is not self-consistent.
-PendingGroup load_group(GroupImage image);
+// through the disk cache; `ir`: per kernel its IR after the passes, where the caller has it
+// (Kernel::ir()). A kiln::Error when the image is not self-consistent.
+PendingGroup load_group(GroupImage image, std::vector<std::string> ir = {});
 
 }  // namespace kiln::tile::cpu
 
