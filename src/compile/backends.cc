@@ -45,7 +45,10 @@ aot::GraphFn compile_inductor(std::shared_ptr<const graph::Graph> g) {
     std::map<const graph::Graph*, std::string> plan_keys;  // of the graphs compiled for it
   };
   auto st = std::make_shared<State>();
+  const auto t0 = std::chrono::steady_clock::now();
   st->graph_key = inductor::plan_key(*g);
+  KILN_LOG(perf) << "inductor: keyed the captured graph (" << g->nodes().size() << " nodes) in "
+                 << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
   // The entry of a requires-grad pattern (and the partition's budget, which shapes the graphs).
   auto entry = [st](const std::vector<bool>& needs) {
     std::string bits;

@@ -47,7 +47,8 @@ struct Kernel::Data {
   std::vector<ParamSig> params;
   Meta meta;
   std::string ir;
-  std::string source;
+  std::shared_ptr<const GroupImage> group;  // its translation unit: group->sources[part] (shared, not copied per kernel)
+  size_t part = 0;
   std::shared_ptr<Library> lib;
   EntryFn entry = nullptr;
 };
@@ -56,7 +57,7 @@ const std::string& Kernel::name() const { return d_->name; }
 const std::vector<ParamSig>& Kernel::params() const { return d_->params; }
 const Meta& Kernel::meta() const { return d_->meta; }
 const std::string& Kernel::ir() const { return d_->ir; }
-const std::string& Kernel::source() const { return d_->source; }
+const std::string& Kernel::source() const { return d_->group->sources[d_->part]; }
 const Library& Kernel::library() const { return *d_->lib; }
 
 void Kernel::launch(const Grid& grid, std::span<const Arg> args) const {
@@ -247,7 +248,7 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
   if (keep && !cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
   GroupImage image;
   image.stems = l.stems;
-  image.sources = l.sources;
+  image.sources = std::move(l.sources);
   for (size_t i = 0; i < programs.size(); ++i) {
     const Program& p = programs[i];
     GroupImage::Entry& e = image.kernels.emplace_back();
@@ -273,7 +274,8 @@ PendingGroup load_group(GroupImage image, std::vector<std::string> ir) {
     d->params = e.params;
     d->meta = e.meta;
     if (data.size() < ir.size()) d->ir = std::move(ir[data.size()]);
-    d->source = img->sources[e.part];
+    d->group = img;
+    d->part = e.part;
     data.push_back(std::move(d));
   }
   work_dir();  // made now, so it outlives the compile threads' use of it (cc.cc)
