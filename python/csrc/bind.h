@@ -70,5 +70,6 @@ void bind_runtime(nb::module_& m);
 void bind_optim(nb::module_& m);
 void bind_compile(nb::module_& m);
 void bind_tile(nb::module_& m);
+void bind_graph_view(nb::module_& m);  // graph_view.cc: the captured graph for kiln.onnx
 
 }  // namespace kiln::py

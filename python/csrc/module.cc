@@ -15,4 +15,5 @@ NB_MODULE(_C, m) {
   bind_optim(m);
   bind_compile(m);
   bind_tile(m);
+  bind_graph_view(m);
 }

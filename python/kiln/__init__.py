@@ -39,6 +39,7 @@ from . import amp, backends, cuda, accelerator, distributed  # noqa: E402
 from .backends.cuda import set_float32_matmul_precision, get_float32_matmul_precision  # noqa: E402
 from .nn import parallel as _nn_parallel  # noqa: E402,F401  makes kiln.nn.parallel an attribute of kiln.nn
 from ._compile import compile, explain, mark_dynamic, cond, lazy, opaque, set_logs, list_backends  # noqa: E402
+from . import onnx  # noqa: E402  kiln.onnx.export (needs the onnx package only when called)
 
 # Public types report themselves as kiln.X (reprs, help(), pickling names), not kiln._C.X.
 for _t in (Tensor, dtype, device):

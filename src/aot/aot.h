@@ -6,6 +6,7 @@
 //   partition.cc     min-cut split of the joint graph into forward and backward graphs
 //   backend.cc       the "aot_eager" backend and the autograd node that runs the backward
 #pragma once
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -14,8 +15,9 @@
 namespace kiln::aot {
 
 // A prim-only copy of g: every composite call is replaced by the prims its decomposition
-// calls (on fake tensors). Throws kiln::Error for data-dependent ops.
-graph::Graph decompose(const graph::Graph& g);
+// calls (on fake tensors). Throws kiln::Error for data-dependent ops. Composites for which
+// `keep` answers true stay whole (an exporter that maps them directly: kiln.onnx).
+graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep = {});
 
 // A copy of g without copy_ into intermediates and without writes through views: the written
 // value replaces later uses, and a write into a view becomes an index_put into its base.

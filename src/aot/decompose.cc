@@ -5,9 +5,10 @@
 
 namespace kiln::aot {
 
-graph::Graph decompose(const graph::Graph& g) {
+graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep) {
   graph::Graph out;
   Recorder rec(out);
+  rec.keep = keep;
   std::unordered_map<const graph::Value*, Tensor> env;
   for (graph::Value* v : g.inputs()) env[v] = rec.bind(out.add_input(v->spec, v->name));
   auto get = [&](const graph::Value* v) { return env.at(v); };

@@ -66,7 +66,7 @@ std::optional<std::vector<Tensor>> Recorder::intercept(const ops::Args& a) {
                   "aot: ", info.name, "() has a data-dependent output shape");
   // Random creation ops stay whole: decomposed, they would fix the generator's seed at trace time.
   const bool keep_random = (info.flags & ops::RANDOM) && !info.differentiable();
-  if (info.kind == ops::OpKind::COMPOSITE && info.decomp && !keep_random) return info.decomp(a);
+  if (info.kind == ops::OpKind::COMPOSITE && info.decomp && !keep_random && !(keep && keep(a.op))) return info.decomp(a);
   std::vector<graph::Value*> outs = g_.add_call(a.op, node_args(a.v, [&](const Tensor& t) { return value_of(t); }));
   std::vector<Tensor> result;
   if (info.flags & ops::MUTATES) {  // copy_ returns its destination, now standing for the new value

@@ -24,6 +24,8 @@ class Recorder : public ops::DispatchMode {
   std::optional<std::vector<Tensor>> intercept(const ops::Args& a) override;
   // Called for every recorded prim with its arguments and fake outputs.
   std::function<void(const ops::Args&, const std::vector<Tensor>&)> on_prim;
+  // Composites recorded whole instead of decomposed (unset: none).
+  std::function<bool(ops::OpId)> keep;
 
  private:
   graph::Graph& g_;
