@@ -49,7 +49,8 @@ int64_t Reader::number() {
   const size_t end = text_.find(' ', at_);
   if (end == std::string_view::npos || end == at_ || end - at_ > 20) bad("expected a number");
   int64_t v = 0;
-  bool negative = text_[at_] == '-';
+  const bool negative = text_[at_] == '-';
+  if (negative && end == at_ + 1) bad("expected a number");
   for (size_t i = at_ + (negative ? 1 : 0); i < end; ++i) {
     const char c = text_[i];
     if (c < '0' || c > '9') bad("expected a number");
