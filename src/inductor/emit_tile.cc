@@ -210,6 +210,13 @@ class Emitter {
       const int64_t rblock = block_for(n_.reduction_ranges, 64);
       xblock = block_for(n_.ranges, std::max<int64_t>(1, 1024 / rblock));
       arg_reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
+    } else if ((columns_ = column_reduction())) {
+      // Columns (a bias gradient's sum over the rows of [N, C]): the block is [RBLOCK, XBLOCK]
+      // with the contiguous columns as its inner dim, accumulated row by row (vectorized over the
+      // columns, no strided loads); 64 columns per program leave enough programs for the threads.
+      xblock = block_for(n_.ranges, 64);
+      const int64_t rblock = block_for(n_.reduction_ranges, std::max<int64_t>(1, 4096 / xblock));
+      reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), false);
     } else {
       // Persistent when the row fits in a block: loaded once, every stage computes on it.
       int64_t rnumel = 0;
@@ -300,15 +307,43 @@ class Emitter {
     return sym::floordiv(sym::add(n, sym::constant(block - 1)), sym::constant(block));
   }
 
+  // Whether a plain reduction reads along its reduced dim with a stride and along its (last)
+  // output dim contiguously: every load the reduction moves steps 1 along the columns and not
+  // along the rows.
+  bool column_reduction() const {
+    if (n_.kind != NodeKind::Reduction || !n_.stages.empty() || xvars_.empty() || rvars_.empty()) return false;
+    const ExprPtr& x = xvars_.back();
+    bool any = false, ok = true;
+    std::set<const Value*> seen;
+    std::function<void(const Value*)> go = [&](const Value* v) {
+      if (!seen.insert(v).second) return;
+      for (const Value* a : v->args) go(a);
+      if (v->kind != ValueKind::Load) return;
+      const ExprPtr e = substitute(v->index, subst_);
+      bool moves = false;
+      for (const ExprPtr& r : rvars_) moves |= contains(e, r);
+      if (!moves) return;
+      const ExprPtr cx = coefficient(e, x), cr = coefficient(e, rvars_.back());
+      any = true;
+      ok &= cx && cr && sym::statically_known_equal(cx, sym::constant(1)) && !sym::statically_known_equal(cr, sym::constant(1));
+    };
+    for (const Value* b : n_.bodies) go(b);
+    return any && ok;
+  }
+
   void reduction(int64_t xblock, int64_t rblock, bool persistent) {
-    Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(1);
+    // The block is [XBLOCK, RBLOCK] (rows of the output, the reduced elements along them), or for
+    // a column reduction [RBLOCK, XBLOCK]: `along` is the reduced axis.
+    const int along = columns_ ? 0 : 1, across = 1 - along;  // xlin is [XBLOCK, 1] or [1, XBLOCK]
+    const std::vector<int64_t> block = columns_ ? std::vector<int64_t>{rblock, xblock} : std::vector<int64_t>{xblock, rblock};
+    Val xlin = (b_.program_id(0).to(kInt64) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(along);
     if (needs_mask(n_.ranges, xblock)) xmask_ = xlin < expr(product(n_.ranges));
     const bool rmasked = needs_mask(n_.reduction_ranges, rblock);
     bind_vars(xlin, xvars_, xranges_);
     Val rn = expr(product(n_.reduction_ranges));
     auto stage = [&](size_t i) { return n_.stages.empty() ? std::optional(n_.reduce) : n_.stages[i]; };
     auto rows = [&](Val iv) {  // the reduction variables of the block starting at iv
-      Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(0);
+      Val rlin = (iv + b_.arange(0, rblock).to(kInt64)).expand_dims(across);  // (along the other axis)
       mask_ = rmasked ? (xmask_.defined() ? xmask_ & (rlin < rn) : rlin < rn) : xmask_;
       bind_vars(rlin, rvars_, rranges_);
     };
@@ -316,7 +351,7 @@ class Emitter {
       const DType acc = n_.bodies[i]->dtype;
       if (rmasked) v = b_.where(mask_, v, Operand(identity(k, acc)));
       v = v.to(acc);
-      return v.shape() == std::vector<int64_t>{xblock, rblock} ? v : v.broadcast_to({xblock, rblock});
+      return v.shape() == block ? v : v.broadcast_to(block);
     };
     auto store_body = [&](size_t i, const Val& v) {
       const int o = n_.outputs[i];
@@ -329,17 +364,17 @@ class Emitter {
     for (size_t i = 0; i < n_.bodies.size(); ++i) {
       const std::optional<tile::ReduceKind> k = stage(i);
       if (persistent) {
-        if (k) store_body(i, b_.reduce(*k, reduced(i, *k, value(n_.bodies[i])), 1).expand_dims(1));
+        if (k) store_body(i, b_.reduce(*k, reduced(i, *k, value(n_.bodies[i])), along).expand_dims(along));
         else store_body(i, value(n_.bodies[i]));
       } else if (k) {
         const DType acc = n_.bodies[i]->dtype;
-        Val acc0 = b_.full({xblock, rblock}, identity(*k, acc), acc);
+        Val acc0 = b_.full(block, identity(*k, acc), acc);
         std::vector<Val> res = b_.for_loop(0, rn, rblock, {acc0}, [&](Val iv, const std::vector<Val>& carried) {
           Scope inner(*this);
           rows(iv);
           return std::vector<Val>{b_.call(combine_op(*k), {carried[0], reduced(i, *k, value(n_.bodies[i]))}).to(acc)};
         });
-        store_body(i, b_.reduce(*k, res[0], 1).expand_dims(1));
+        store_body(i, b_.reduce(*k, res[0], along).expand_dims(along));
       } else if (per_row(p_, n_, i)) {
         mask_ = xmask_;
         store_body(i, value(n_.bodies[i]));
@@ -573,6 +608,7 @@ class Emitter {
   std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones
   std::vector<ExprPtr> xvars_, rvars_;
   SymShape xranges_, rranges_;
+  bool columns_ = false;  // a column reduction (column_reduction)
 };
 
 }  // namespace

@@ -13,6 +13,7 @@
 #include <map>
 #include <mutex>
 
+#include "autograd/engine.h"
 #include "core/tensor_impl.h"
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
@@ -172,7 +173,8 @@ struct Timer {
 
 class Plan {
  public:
-  explicit Plan(Program p) : p_(std::move(p)) {}
+  // (The in-place write-backs first: they rewrite kernels that recompute a written-back value.)
+  explicit Plan(Program p) : p_(std::move(p)), in_place_(in_place_writes(p_)) {}
 
   // Emits the kernels and starts compiling them (in the background: a caller compiling several
   // graphs, as AOT's forward and backward, gets their compilers run at once).
@@ -256,6 +258,7 @@ class Plan {
   // The run side's view of the built plan: every size known ahead of a call computed once.
   void prepare_run() {
     for (const Buffer& b : p_.buffers) layouts_.push_back(layout_of(b));
+    KILN_LOG(fusion) << "inductor: " << in_place_.count << " copy_ into an input stored in place by its kernel";
     for (Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
       if (n.kind == NodeKind::Extern)
@@ -307,7 +310,10 @@ class Plan {
         for (int o : n.outputs) {
           const Buffer& out = p_.buffers[size_t(o)];
           const Layout& l = layouts_[size_t(o)];
-          if (l.shape) {
+          if (in_place_.into[size_t(o)] >= 0) {  // as copy_ would: its producer keeps what it saved
+            bufs[size_t(o)] = bufs[size_t(in_place_.into[size_t(o)])];
+            autograd::before_inplace_write(bufs[size_t(o)]);
+          } else if (l.shape) {
             bufs[size_t(o)] = make_tensor(*l.shape, out.dtype);
           } else {
             Shape sizes;
@@ -325,6 +331,10 @@ class Plan {
           }
           kernels_[size_t(s.kernel)].launch(tile::cpu::Grid(grid), std::span<const tile::cpu::Arg>(args));
         }
+      } else if (in_place_.skip[size_t(s.node)] >= 0) {  // its kernel wrote the input already
+        Tensor& dst = bufs[size_t(in_place_.skip[size_t(s.node)])];
+        dst.impl()->storage->version++;  // (as copy_ does: saved tensors check it)
+        bufs[size_t(n.outputs.at(0))] = dst;
       } else {
         auto tensor_of = [&](const graph::Value* v) -> Tensor {
           for (size_t i = 0; i < s.in_values.size(); ++i)
@@ -387,6 +397,7 @@ class Plan {
   };
   std::vector<Binder> binders_;  // where each size symbol's value comes from
   std::vector<Layout> layouts_;  // per buffer
+  InPlace in_place_;             // kernels storing into inputs, the copies they replace
   size_t max_args_ = 0;
 };
 

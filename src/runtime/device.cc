@@ -15,6 +15,31 @@ void fail_no_device(DeviceType type) {
 }
 }  // namespace detail
 
+namespace {
+[[noreturn]] void unsupported(const char* what) {
+  kiln::detail::fail(std::string("this device has no ") + what,
+                     "streams, events, pinned memory, modules and kernel launch are the CUDA backend's");
+}
+}  // namespace
+
+void* DeviceInterface::current_stream(int16_t) { unsupported("streams"); }
+void DeviceInterface::set_current_stream(void*, int16_t) { unsupported("streams"); }
+void* DeviceInterface::create_stream(int16_t) { unsupported("streams"); }
+void DeviceInterface::destroy_stream(void*, int16_t) { unsupported("streams"); }
+void DeviceInterface::synchronize_stream(void*, int16_t) { unsupported("streams"); }
+void* DeviceInterface::create_event(bool, int16_t) { unsupported("events"); }
+void DeviceInterface::destroy_event(void*, int16_t) { unsupported("events"); }
+void DeviceInterface::record_event(void*, void*, int16_t) { unsupported("events"); }
+void DeviceInterface::wait_event(void*, void*, int16_t) { unsupported("events"); }
+void DeviceInterface::synchronize_event(void*, int16_t) { unsupported("events"); }
+float DeviceInterface::elapsed_ms(void*, void*, int16_t) { unsupported("events"); }
+void* DeviceInterface::allocate_pinned(size_t, int16_t) { unsupported("pinned host memory"); }
+void DeviceInterface::deallocate_pinned(void*, int16_t) { unsupported("pinned host memory"); }
+void* DeviceInterface::load_module(const void*, size_t, int16_t) { unsupported("kernel modules"); }
+void DeviceInterface::unload_module(void*, int16_t) { unsupported("kernel modules"); }
+void* DeviceInterface::module_function(void*, const char*, int16_t) { unsupported("kernel modules"); }
+void DeviceInterface::launch(const Launch&, int16_t) { unsupported("kernel launch"); }
+
 bool register_device(DeviceType type, DeviceInterface* device) {
   KILN_CHECK(device, "register_device: null interface for ", name(type));
   KILN_CHECK(!detail::g_devices[size_t(type)], "register_device: ", name(type), " already has an interface");

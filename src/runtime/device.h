@@ -21,6 +21,7 @@ struct MemoryStats {
   size_t live_bytes = 0;        // held by tensors now
   size_t peak_bytes = 0;        // the most live at once since the last reset_peak()
   size_t cached_bytes = 0;      // freed blocks the allocator keeps for reuse
+  size_t reserved_bytes = 0;    // held from the device: in use + cached (0 where not tracked)
 };
 
 class DeviceInterface {
@@ -42,11 +43,46 @@ class DeviceInterface {
   virtual MemoryStats memory_stats(int16_t index) const = 0;
   virtual void reset_peak(int16_t index) = 0;
 
-  // --- next, with the CUDA backend: streams (a current stream per device that copies and
-  // launches are queued on; copy() then takes one), events (recorded on a stream, waited on by
-  // another, timed), and kernel launch (a loaded module's function, grid, block, shared memory,
-  // arguments). They join this class as virtual functions whose defaults fail with a clear error
-  // for devices that have none, so the CPU and out-of-tree interfaces need not change.
+  // --- streams, events, modules and kernel launch (the CUDA backend, src/runtime/cuda/device.cc).
+  // Handles are the backend's own, opaque here; a null stream is the device's default stream.
+  // The defaults fail with a clear error (the CPU has none of them), except copy_async, which is
+  // copy(), and empty_cache, which has nothing to release.
+  // The stream that copies, launches and allocations of this thread on the device are queued on.
+  virtual void* current_stream(int16_t index);
+  virtual void set_current_stream(void* stream, int16_t index);
+  virtual void* create_stream(int16_t index);
+  virtual void destroy_stream(void* stream, int16_t index);
+  virtual void synchronize_stream(void* stream, int16_t index);
+  // Events: recorded on a stream, waited on by another (on the device, not the host), timed.
+  virtual void* create_event(bool timing, int16_t index);
+  virtual void destroy_event(void* event, int16_t index);
+  virtual void record_event(void* event, void* stream, int16_t index);
+  virtual void wait_event(void* stream, void* event, int16_t index);
+  virtual void synchronize_event(void* event, int16_t index);
+  virtual float elapsed_ms(void* start, void* end, int16_t index);  // between two recorded events
+  // Queued on the current stream: returns before dst holds the bytes where the device can (host
+  // memory from allocate_pinned, or both sides on the device); synchronize the stream before use.
+  virtual void copy_async(void* dst, Device dst_device, const void* src, Device src_device, size_t nbytes) {
+    copy(dst, dst_device, src, src_device, nbytes);
+  }
+  // Page-locked host memory, the host side of asynchronous copies.
+  virtual void* allocate_pinned(size_t nbytes, int16_t index);
+  virtual void deallocate_pinned(void* p, int16_t index);
+  // A compiled module (a cubin or PTX image) and its kernels; modules live until unloaded.
+  virtual void* load_module(const void* image, size_t nbytes, int16_t index);
+  virtual void unload_module(void* module, int16_t index);
+  virtual void* module_function(void* module, const char* name, int16_t index);
+  struct Launch {
+    void* function = nullptr;           // from module_function
+    unsigned grid[3] = {1, 1, 1};
+    unsigned block[3] = {1, 1, 1};
+    unsigned shared_bytes = 0;          // dynamic shared memory
+    void* stream = nullptr;
+    void** args = nullptr;              // one pointer to each parameter's value
+  };
+  virtual void launch(const Launch& launch, int16_t index);
+  // Gives cached, unused memory back to the device.
+  virtual void empty_cache(int16_t) {}
 };
 
 // Installs the interface of a device type (once per type; it must outlive every tensor on that

@@ -159,6 +159,7 @@ Program Lowering::run() {
         case ops::OpFamily::REDUCTION: done = lower_reduction(*this, *n) || lower_arg_reduction(*this, *n); break;
         case ops::OpFamily::SCAN: done = lower_scan(*this, *n); break;
         case ops::OpFamily::VIEW: done = lower_view(*this, *n); break;
+        case ops::OpFamily::LAYOUT: done = lower_pad(*this, *n); break;
         default: break;
       }
     }

@@ -5,6 +5,7 @@
 //   reduction.cc  sum / prod / amax / amin
 //   arg_reduction.cc  argmax / argmin
 //   scan.cc       cumsum / cumprod / cummax / cummin
+//   pad.cc        constant_pad (a condition on the index, a clamped load)
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
 //   custom.cc     custom tile ops whose kernel is pointwise-shaped (the seed's vector_add)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
@@ -80,6 +81,7 @@ bool lower_view(Lowering& L, const graph::Node& n);
 bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-shaped tile ops
 bool lower_arg_reduction(Lowering& L, const graph::Node& n);
 bool lower_scan(Lowering& L, const graph::Node& n);
+bool lower_pad(Lowering& L, const graph::Node& n);  // pad.cc: constant_pad as index math
 void lower_extern(Lowering& L, const graph::Node& n);
 
 // fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;

@@ -14,8 +14,14 @@ namespace {
 // What every CPU translation unit has after the prelude.
 const char* kSupport = R"(
 // ---------------------------------------------------------------- kiln tile: CPU support
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <unistd.h>
+#if defined(__AVX512F__) || defined(__AVX2__)
+#include <immintrin.h>
+#endif
 
 namespace ks = kiln::scalar;
 
@@ -40,6 +46,49 @@ KILN_TILE_SIMD2(pow) KILN_TILE_SIMD2(atan2) KILN_TILE_SIMD2(hypot)
 #undef KILN_TILE_SIMD1
 #undef KILN_TILE_SIMD2
 #endif
+
+// Streaming stores (src/tile/emit/c_like.h): a launch that writes far more than the caches hold
+// writes its large contiguous rows with non-temporal stores, which do not read each destination
+// line into the cache first (a third of such a kernel's traffic) nor evict what the next kernel
+// reads. Otherwise the staged row is copied with ordinary stores.
+static inline bool kiln_tile_streaming(int64_t bytes) {
+  static const int64_t at_least = [] {
+    long l2 = sysconf(_SC_LEVEL2_CACHE_SIZE), cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return int64_t(l2 > 0 ? l2 : 1 << 20) * int64_t(cpus > 0 ? cpus : 1) * 4;
+  }();
+  return bytes >= at_least;
+}
+static inline void kiln_tile_store_row(void* __restrict dst, const void* __restrict src, int64_t bytes, bool stream) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (stream) {
+    char* d = static_cast<char*>(dst);
+    const char* s = static_cast<const char*>(src);
+    const int64_t head = std::min<int64_t>(bytes, int64_t(-reinterpret_cast<uintptr_t>(d) & 63));
+    std::memcpy(d, s, size_t(head));
+    d += head, s += head, bytes -= head;
+    for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
+#if defined(__AVX512F__)
+      _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
+#else
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
+      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
+#endif
+    }
+    std::memcpy(d, s, size_t(bytes));
+    return;
+  }
+#endif
+  (void)stream;
+  std::memcpy(dst, src, size_t(bytes));
+}
+// At the end of a program that streamed: non-temporal stores are weakly ordered, the fence makes
+// them visible before the launch returns (once per program: it waits for them to drain).
+static inline void kiln_tile_stream_fence(bool stream) {
+#if defined(__AVX512F__) || defined(__AVX2__)
+  if (stream) _mm_sfence();
+#endif
+  (void)stream;
+}
 
 // One launch argument, as the launcher (src/tile/cpu/kernel.cc) passes it.
 union kiln_tile_arg {
@@ -87,6 +136,10 @@ class CpuEmitter final : public CLikeEmitter {
     if (d == kBFloat16) return "kiln_tile_atomic_add16<true>(" + ptr + ", " + value + ")";
     return "kiln_tile_atomic_add<" + memory_type(d) + ">(" + ptr + ", " + value + ")";
   }
+  bool streams_stores() const override { return true; }
+  std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const override {
+    return "kiln_tile_store_row(" + dst + ", " + src + ", " + std::to_string(bytes) + ", _stream);";
+  }
   std::string program_id(int axis) const override { return "_pid" + std::to_string(axis); }
   std::string num_programs(int axis) const override { return "_npid" + std::to_string(axis); }
 
@@ -117,8 +170,11 @@ class CpuEmitter final : public CLikeEmitter {
       }
       call += ", " + n;
     }
+    const bool streams = streamed_bytes() > 0;
+    if (streams) sig += ", const bool _stream", call += ", _stream";
     out().open(sig + ")");
     out().raw(body);
+    if (streams) out().line("kiln_tile_stream_fence(_stream);");
     out().close();
     out().line();
     out().line("// The grid: program (pid0, pid1, pid2) for pid0 < grid[0], ...; instances spread over OpenMP threads.");
@@ -126,7 +182,12 @@ class CpuEmitter final : public CLikeEmitter {
     for (const std::string& u : unpack) out().line(u);
     out().line("const int64_t _g0 = _grid[0], _g1 = _grid[1], _g2 = _grid[2];");
     out().line("const int64_t _total = _g0 * _g1 * _g2;");
-    out().line("#pragma omp parallel for schedule(static) if (_total > 1)");
+    if (streams) out().line("const bool _stream = kiln_tile_streaming(_total * " + std::to_string(streamed_bytes()) + ");");
+    out().open("if (_total <= 1)");  // one program (or none): no OpenMP region
+    out().line("for (int64_t _t = 0; _t < _total; ++_t) " + call + ");");
+    out().line("return;");
+    out().close();
+    out().line("#pragma omp parallel for schedule(static)");
     out().line("for (int64_t _t = 0; _t < _total; ++_t) " + call + ");");
     out().close();
   }

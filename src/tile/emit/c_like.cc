@@ -3,6 +3,7 @@
 
 #include <cctype>
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "tile/prims.h"
@@ -319,6 +320,66 @@ CLikeEmitter::Access CLikeEmitter::expr_access(const Op& op) const {
   return a;
 }
 
+std::optional<int64_t> CLikeEmitter::step_along(const Value* v, int dim) const {
+  if (!v->type.is_block() || v->type.shape[size_t(dim)] == 1 || !v->def) return 0;
+  const Op& op = *v->def;
+  auto constant = [](const Value* u, int64_t* c) {  // a compile-time integer (splat / broadcast of one)
+    while (u->def && (u->def->code == OpCode::Splat || u->def->code == OpCode::Broadcast || u->def->code == OpCode::ExpandDims))
+      u = u->def->operands[0];
+    if (!u->def || u->def->code != OpCode::Constant || is_floating(u->type.dtype)) return false;
+    *c = u->def->value.to_int();
+    return true;
+  };
+  switch (op.code) {
+    case OpCode::Arange: return 1;
+    case OpCode::Splat:
+    case OpCode::Constant: return 0;
+    case OpCode::Broadcast:
+      return op.operands[0]->type.shape[size_t(dim)] == 1 ? std::optional<int64_t>(0) : step_along(op.operands[0], dim);
+    case OpCode::ExpandDims:
+      if (dim == op.axis) return 0;
+      return step_along(op.operands[0], dim < op.axis ? dim : dim - 1);
+    case OpCode::Permute: return step_along(op.operands[0], int(op.order[size_t(dim)]));
+    case OpCode::Cast:  // an integer index widened (index arithmetic does not overflow)
+      if (is_floating(op.result()->type.dtype) || is_floating(op.operands[0]->type.dtype)) break;
+      return step_along(op.operands[0], dim);
+    case OpCode::AddPtr: {
+      const std::optional<int64_t> p = step_along(op.operands[0], dim), o = step_along(op.operands[1], dim);
+      if (p && o && *p == 0) return o;
+      break;
+    }
+    case OpCode::Pointwise: {
+      std::vector<std::optional<int64_t>> s;
+      bool uniform = true;
+      for (const Value* u : op.operands) {
+        s.push_back(step_along(u, dim));
+        uniform = uniform && s.back() && *s.back() == 0;
+      }
+      if (uniform) return 0;
+      if (is_floating(op.result()->type.dtype) || s.size() != 2 || !s[0] || !s[1]) break;
+      if (op.prim == ops::OpId::add) return *s[0] + *s[1];
+      if (op.prim == ops::OpId::sub) return *s[0] - *s[1];
+      int64_t c = 0;
+      if (op.prim == ops::OpId::mul && *s[1] == 0 && constant(op.operands[1], &c)) return *s[0] * c;
+      if (op.prim == ops::OpId::mul && *s[0] == 0 && constant(op.operands[0], &c)) return *s[1] * c;
+      break;
+    }
+    default: break;
+  }
+  return std::nullopt;
+}
+
+bool CLikeEmitter::streamed(const Op& store, const Group& g) const {
+  if (!streams_stores() || store.code != OpCode::Store || store.operands.size() != 2 || g.shape.empty()) return false;
+  const Value* ptr = store.operands[0];
+  const int64_t row = g.shape.back() * int64_t(itemsize(store.operands[1]->type.dtype));
+  if (row < kStreamRowBytes || !index_like(ptr)) return false;
+  const std::optional<int64_t> step = step_along(ptr, int(g.shape.size()) - 1);
+  return step && *step == 1;
+}
+
+std::string CLikeEmitter::stream_row(const std::string&, const std::string&, int64_t) const { return ""; }
+
 bool CLikeEmitter::elementwise(OpCode c) const {
   return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
          c == OpCode::Store || c == OpCode::AtomicAdd;
@@ -340,6 +401,10 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
         if (op.prim == ops::OpId::add) return "(" + a[0] + " + " + a[1] + ")";
         if (op.prim == ops::OpId::sub) return "(" + a[0] + " - " + a[1] + ")";
         if (op.prim == ops::OpId::mul) return "(" + a[0] + " * " + a[1] + ")";
+      }
+      if (op.prim == ops::OpId::pow && is_floating(d)) {
+        const std::string p = constant_power(a[0], op.operands[1], d);
+        if (!p.empty()) return round_16(p, op.result()->type.dtype);
       }
       const std::string call = "ks::" + fn + "<" + compute_type(d) + ">(" + args + ")";
       return round_16(call, op.result()->type.dtype);
@@ -367,6 +432,28 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
   }
 }
 
+std::string CLikeEmitter::constant_power(const std::string& x, const Value* exponent, DType d) const {
+  const Value* e = exponent;
+  while (e->def && (e->def->code == OpCode::Splat || e->def->code == OpCode::Broadcast || e->def->code == OpCode::ExpandDims))
+    e = e->def->operands[0];
+  if (!e->def || e->def->code != OpCode::Constant) return "";
+  const double c = e->def->value.to_double();
+  const std::string t = compute_type(d);
+  auto mul = [&](const std::string& a, const std::string& b) { return "ks::mul<" + t + ">(" + a + ", " + b + ")"; };
+  // Exactly what pow gives for every x (zeros, infinities and NaN included), by multiplies, or
+  // within an ulp of it: no libm call per element.
+  if (c == 0) return literal(Scalar(1.0), d);
+  if (c == 1) return x;
+  if (c == 2) return mul(x, x);
+  if (c == 3) return mul(mul(x, x), x);
+  if (c == 4) return mul(mul(x, x), mul(x, x));
+  if (c == -1) return "ks::div<" + t + ">(" + literal(Scalar(1.0), d) + ", " + x + ")";
+  if (c == 0.5)  // sqrt, but pow(-0, 0.5) is +0 and pow(-inf, 0.5) is +inf
+    return "(" + x + " == -" + literal(Scalar(HUGE_VAL), d) + " ? " + literal(Scalar(HUGE_VAL), d) + " : ks::add<" + t +
+           ">(ks::sqrt<" + t + ">(" + x + "), " + literal(Scalar(0.0), d) + "))";
+  return "";
+}
+
 std::string CLikeEmitter::statement(const Op& op, const std::vector<std::string>& a, const std::string& result) const {
   if (op.code == OpCode::Store) {
     const std::string st = "*" + a[0] + " = " + store_value(a[1], op.operands[0]->type.dtype) + ";";
@@ -385,6 +472,7 @@ std::string CLikeEmitter::emit(const Program& p) {
   users_.clear();
   access_.clear();
   stack_bytes_ = 0;
+  streamed_bytes_ = 0;
   walk(p.body, [&](const Op& op) {
     for (const Value* v : op.operands) users_[v].push_back(&op);
   });
@@ -398,13 +486,44 @@ std::string CLikeEmitter::emit(const Program& p) {
 }
 
 void CLikeEmitter::emit_region(const Region& r, const Targets* targets) {
+  const Region* outer_region = region_;
+  const Targets* outer_targets = targets_;
+  region_ = &r, targets_ = targets;
+  emit_ops(r);
+  region_ = outer_region, targets_ = outer_targets;
+}
+
+const Value* CLikeEmitter::carried_in_place(const Value* v, const Group& g) const {
+  // v, yielded as the next value of a for's carried block that only this loop reads, each
+  // element at its own index: written straight into the carried block (no copy at the yield).
+  if (!targets_ || !region_ || v->type.shape != g.shape) return nullptr;
+  std::vector<const Op*> outside;  // (the loop's own ops read v's register)
+  for (const Op* u : users_.at(v))
+    if (!g.members.count(u)) outside.push_back(u);
+  if (outside.size() != 1) return nullptr;
+  const Op* y = outside[0];
+  if (y->code != OpCode::Yield || region_->ops.empty() || region_->ops.back().get() != y) return nullptr;
+  const size_t k = size_t(std::find(y->operands.begin(), y->operands.end(), v) - y->operands.begin());
+  const Value* a = targets_->values.at(k);
+  if (std::find(region_->args.begin(), region_->args.end(), a) == region_->args.end() || a->type.shape != g.shape) return nullptr;
+  auto it = users_.find(a);
+  if (it == users_.end()) return nullptr;
+  for (const Op* u : it->second)
+    if (!g.members.count(u)) return nullptr;
+  const Access& acc = access_.at(a);
+  if (acc.kind != Access::Kind::Array || acc.name != array_name(a) || !same_strides(acc.strides, row_major(a->type.shape), a->type.shape))
+    return nullptr;
+  return a;
+}
+
+void CLikeEmitter::emit_ops(const Region& r) {
   Group g;
   for (const auto& holder : r.ops) {
     const Op& op = *holder;
     switch (op.code) {
       case OpCode::Yield:
         close_group(g);
-        emit_yield(op, *targets);
+        emit_yield(op, *targets_);
         break;
       case OpCode::For:
         close_group(g);
@@ -487,22 +606,61 @@ void CLikeEmitter::close_group(Group& g) {
     g = Group{};
     return;
   }
+  std::map<const Value*, const Value*> in_place;  // leaving values written into their carried block
+  std::vector<const Value*> in_place_order;       // (in program order: the C is deterministic)
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
-      if (leaving.count(r)) declare(r, array_name(r));
+      if (leaving.count(r))
+        if (const Value* a = carried_in_place(r, g)) in_place[r] = a, in_place_order.push_back(r);
+  for (const Op* op : g.ops)
+    for (const Value* r : op->results)
+      if (leaving.count(r) && !in_place.count(r)) declare(r, array_name(r));
+  std::map<const Op*, std::string> staged;  // streamed stores: their staging blocks
+  int64_t numel = 1;
+  for (int64_t d : g.shape) numel *= d;
+  for (const Op* op : g.ops) {
+    if (!streamed(*op, g)) continue;
+    const std::string name = "_st" + std::to_string(staged.size()) + "_" + std::to_string(op->operands[1]->id);
+    const DType d = op->operands[1]->type.dtype;
+    stack_bytes_ += numel * int64_t(itemsize(d));
+    declare_block(name, memory_type(d), numel);
+    staged[op] = name;
+  }
   const ElementIndex e = begin_elements(g.shape);
   for (const Op* op : g.ops) {
     std::vector<std::string> args;
     for (const Value* v : op->operands) args.push_back(element(v, e.dims, e.linear));
+    if (staged.count(op)) {
+      out_.line(staged[op] + "[" + e.linear + "] = " + store_value(args[1], op->operands[1]->type.dtype) + ";" +
+                origin_comment(*op) + " (staged)");
+      continue;
+    }
     out_.line(statement(*op, args, op->results.empty() ? "" : cname(op->result())) + origin_comment(*op));
     for (const Value* r : op->results)
-      if (leaving.count(r)) out_.line(array_name(r) + "[" + e.linear + "] = " + cname(r) + ";");
+      if (leaving.count(r) && !in_place.count(r)) out_.line(array_name(r) + "[" + e.linear + "] = " + cname(r) + ";");
   }
+  // (after every read of the old values in this iteration)
+  for (const Value* r : in_place_order)
+    out_.line(array_name(in_place.at(r)) + "[" + e.linear + "] = " + cname(r) + ";  // the next " + cname(in_place.at(r)));
   end_elements(g.shape);
-  for (const Value* r : leaving) access_[r] = Access::array(array_name(r), row_major(r->type.shape));
+  for (const Value* r : leaving)
+    access_[r] = Access::array(array_name(in_place.count(r) ? in_place.at(r) : r), row_major(r->type.shape));
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (index_like(r)) access_[r] = expr_access(*op);
+  for (const Op* op : g.ops) {  // the staged rows, written out
+    if (!staged.count(op)) continue;
+    const int64_t row = g.shape.back() * int64_t(itemsize(op->operands[1]->type.dtype));
+    streamed_bytes_ += numel / g.shape.back() * row;
+    const std::vector<int64_t> rows(g.shape.begin(), g.shape.end() - 1);
+    std::vector<std::string> idx = open_loops(rows, "_r");
+    std::vector<int64_t> rm = row_major(g.shape);
+    rm.pop_back();
+    const std::string from = staged[op] + " + " + affine(rm, idx);
+    idx.push_back("0");
+    out_.line(stream_row(element(op->operands[0], idx), from, row) + origin_comment(*op));
+    close_loops(loop_count(rows));
+  }
   if (!leaving.empty()) barrier();
   g = Group{};
 }
@@ -758,7 +916,7 @@ void CLikeEmitter::emit_reduce(const Op& op) {
   } else {
     const bool nan_aware = is_floating(d) && (k == ReduceKind::Max || k == ReduceKind::Min);
     out_.line(t + " _acc = " + reduce_identity(k, d) + ";");
-    if (nan_aware) out_.line("bool _nan = false;");
+    if (nan_aware) out_.line("int _nan = 0;");  // (an int: a bool reduction does not vectorize)
     std::string clause, update;
     switch (k) {
       case ReduceKind::Sum: clause = "reduction(+ : _acc)"; update = "_acc = _acc + _x;"; break;

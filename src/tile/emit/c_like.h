@@ -14,6 +14,7 @@
 // store (or atomic) in program order starts a new loop, so a program sees its own writes.
 #pragma once
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -95,6 +96,15 @@ class CLikeEmitter {
   virtual void emit_scan(const Op& op);
   virtual void emit_dot(const Op& op);
   virtual std::string fma(const std::string& a, const std::string& b, const std::string& c, DType d) const;
+  // Streaming stores: an unmasked store whose rows are contiguous along the block's last dim
+  // (at least kStreamRowBytes each) is staged in a block and written row by row with the
+  // statement stream_row returns (dst, src: pointers; bytes: the row's size), which may bypass
+  // the caches when the launch writes far more than they hold. The default has no such stores.
+  virtual bool streams_stores() const { return false; }
+  virtual std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const;
+  static constexpr int64_t kStreamRowBytes = 4096;
+  // The bytes one program instance stores through stream_row (each store counted once).
+  int64_t streamed_bytes() const { return streamed_bytes_; }
 
   // --- for the hooks and derived emitters
   const Program& program() const { return *prog_; }
@@ -135,6 +145,9 @@ class CLikeEmitter {
   };
 
   void emit_region(const Region& r, const Targets* targets);
+  void emit_ops(const Region& r);  // the region's ops (emit_region: with region_ / targets_ set)
+  // The carried block a loop's leaving value v may be written into directly, or null.
+  const Value* carried_in_place(const Value* v, const Group& g) const;
   void close_group(Group& g);
   void add_to_group(Group& g, const Op& op);
   void emit_view(const Op& op, Group& g);
@@ -145,6 +158,9 @@ class CLikeEmitter {
   void declare_storage(const Value* v);  // a for's carried value, an if's result: cname(v)
   void copy_into(const std::string& name, const Value* v);
   std::string expression(const Op& op, const std::vector<std::string>& args) const;
+  // pow(x, exponent) for a constant exponent as multiplies (2, 3, 4, -1) or a sqrt (0.5); ""
+  // for other exponents (libm's pow).
+  std::string constant_power(const std::string& x, const Value* exponent, DType d) const;
   std::string statement(const Op& op, const std::vector<std::string>& args, const std::string& result) const;
   bool elementwise(OpCode c) const;
   // Whether a block is index arithmetic: computed elementwise (no loads) from program ids,
@@ -154,6 +170,10 @@ class CLikeEmitter {
   bool index_like(const Value* v) const;
   int index_cost(const Value* v) const;
   Access expr_access(const Op& op) const;  // op recomputed at the value's own index
+  // How v (an index, a pointer) changes along dim `dim` of its block: the constant step per
+  // index, 0 when it does not depend on it, nullopt when it is not affine with a known step.
+  std::optional<int64_t> step_along(const Value* v, int dim) const;
+  bool streamed(const Op& store, const Group& g) const;  // see streams_stores
 
   const Program* prog_ = nullptr;
   CodeWriter out_;
@@ -162,6 +182,9 @@ class CLikeEmitter {
   std::map<const Value*, Access> access_;
   mutable std::map<const Value*, int> index_cost_;
   int64_t stack_bytes_ = 0;
+  int64_t streamed_bytes_ = 0;
+  const Region* region_ = nullptr;    // the region being emitted
+  const Targets* targets_ = nullptr;  // and what its yield writes
 };
 
 }  // namespace kiln::tile

@@ -57,7 +57,8 @@ TEST(CpuDevice, CopiesBytes) {
 }
 
 TEST(DeviceRegistry, UnregisteredTypeIsAClearError) {
-  ASSERT_EQ(runtime::find_device(DeviceType::CUDA), nullptr);  // no CUDA backend in this build yet
+  // The CUDA backend registers where libcuda loads (src/runtime/cuda/device.cc); elsewhere CUDA has none.
+  if (runtime::find_device(DeviceType::CUDA)) GTEST_SKIP() << "the CUDA driver loaded: CUDA has a backend here";
   try {
     runtime::device_interface(DeviceType::CUDA);
     ADD_FAILURE() << "no error";

@@ -1,0 +1,97 @@
+// The hand-written tile kernels of bench/gpu_tile.cc (bf16 in memory, fp32 math), also run by
+// the CUDA backend's tests at small shapes (tests/unit/tile/cuda_kernels.h).
+#pragma once
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "tile/builder.h"
+
+namespace kiln::tile::gpu_bench {
+
+// Non-zero pseudo-random values in [-2, 2) from each element's index (no host round trip).
+inline Program fill_kernel(DType d) {
+  Builder b(std::string("fill_") + short_name(d));
+  auto out = b.arg_ptr("out", d);
+  auto n = b.arg_int("n", kInt64);
+  auto seed = b.arg_float("seed");
+  auto offs = b.program_id(0).to(kInt64) * 1024 + b.arange(0, 1024).to(kInt64);
+  auto s = b.sin(offs.to(kFloat32) * 12.9898 + seed) * 43758.5453;
+  b.store(out + offs, (s - b.floor(s)) * 4.0 - 2.0 + 1e-3, offs < n);
+  return b.finish();
+}
+
+// out = x + y over n elements.
+inline Program vector_add(int64_t block) {
+  Builder b("vector_add");
+  auto x = b.arg_ptr("x", kBFloat16), y = b.arg_ptr("y", kBFloat16), out = b.arg_ptr("out", kBFloat16);
+  auto n = b.arg_int("n", kInt64);
+  auto offs = b.program_id(0).to(kInt64) * block + b.arange(0, block).to(kInt64);
+  auto m = offs < n;
+  b.store(out + offs, b.load(x + offs, m).to(kFloat32) + b.load(y + offs, m).to(kFloat32), m);
+  return b.finish();
+}
+
+// One program per row of cols (== BLOCK) elements; fp32 math, bf16 in and out.
+inline Program softmax(int64_t cols) {
+  Builder b("softmax");
+  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
+  auto row = b.program_id(0).to(kInt64) * cols;
+  auto offs = b.arange(0, cols);
+  auto v = b.load(x + row + offs).to(kFloat32);
+  auto e = b.exp(v - b.max(v, 0));
+  b.store(out + row + offs, e / b.sum(e, 0));
+  return b.finish();
+}
+
+inline Program layernorm(int64_t cols) {
+  Builder b("layernorm");
+  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  auto x = b.arg_ptr("x", kBFloat16), w = b.arg_ptr("w", kBFloat16), bias = b.arg_ptr("bias", kBFloat16);
+  auto out = b.arg_ptr("out", kBFloat16);
+  auto row = b.program_id(0).to(kInt64) * cols;
+  auto offs = b.arange(0, cols);
+  auto v = b.load(x + row + offs).to(kFloat32);
+  auto d = v - b.sum(v, 0) / double(cols);
+  auto rstd = b.rsqrt(b.sum(d * d, 0) / double(cols) + 1e-5);
+  b.store(out + row + offs, d * rstd * b.load(w + offs).to(kFloat32) + b.load(bias + offs).to(kFloat32));
+  return b.finish();
+}
+
+inline Program rmsnorm(int64_t cols) {
+  Builder b("rmsnorm");
+  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  auto x = b.arg_ptr("x", kBFloat16), w = b.arg_ptr("w", kBFloat16), out = b.arg_ptr("out", kBFloat16);
+  auto row = b.program_id(0).to(kInt64) * cols;
+  auto offs = b.arange(0, cols);
+  auto v = b.load(x + row + offs).to(kFloat32);
+  auto r = b.rsqrt(b.sum(v * v, 0) / double(cols) + 1e-6);
+  b.store(out + row + offs, v * r * b.load(w + offs).to(kFloat32));
+  return b.finish();
+}
+
+// The mean over rows of logsumexp(x[row]) - x[row, target[row]]: one program per row, an online
+// logsumexp over chunks of BLOCK columns, each row's loss added into loss[0] / rows.
+inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
+  Builder b("cross_entropy");
+  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  auto x = b.arg_ptr("x", kBFloat16), target = b.arg_ptr("target", kInt64), loss = b.arg_ptr("loss", kFloat32);
+  auto row = b.program_id(0).to(kInt64);
+  auto base = row * cols;
+  auto offs = b.arange(0, block).to(kInt64);
+  auto r = b.for_loop(int64_t(0), cols, block, {b.constant(Scalar(-INFINITY), kFloat32), b.constant(Scalar(0.0), kFloat32)},
+                      [&](Val c, const std::vector<Val>& carried) {
+                        auto m = c + offs < cols;
+                        auto v = b.load(x + base + c + offs, m, -INFINITY).to(kFloat32);
+                        auto mx = b.maximum(carried[0], b.max(v, 0));
+                        auto s = carried[1] * b.exp(carried[0] - mx) + b.sum(b.exp(v - mx), 0);
+                        return std::vector<Val>{mx, s};
+                      });
+  auto t = b.load(target + row);
+  auto picked = b.load(x + base + t).to(kFloat32);
+  b.atomic_add(loss, (b.log(r[1]) + r[0] - picked) / double(rows));
+  return b.finish();
+}
+
+}  // namespace kiln::tile::gpu_bench

@@ -1,0 +1,514 @@
+// The CUDA emitter: the C-like emitter's hooks for CUDA C++ compiled by NVRTC.
+//
+// A program instance is a thread block. Scalars are computed by every thread alike (uniform);
+// a block op's elements are shared among the threads in a blocked layout: thread t owns the
+// runs of V consecutive elements starting at V * (t + k * threads), so a warp's accesses to a
+// contiguous dim are coalesced. Values inside a fused loop stay in each thread's registers;
+// a block that something outside the loop reads lives in shared memory (one dynamic
+// allocation per kernel, each block at its own offset), and every per-element loop ends with
+// __syncthreads, so whatever reads a block next (another thread's elements: a reduction, a
+// view, a dot) sees it written, and no loop overwrites a block another thread still reads.
+// Reductions to a scalar go through warp shuffles, then shared memory across the warps; other
+// reductions and dot give each thread its own output elements; a scan runs on one thread.
+#include "tile/cuda/emit_cuda.h"
+
+#include <map>
+
+#include "scalar/prelude.h"
+#include "tile/cpu/emit_c.h"
+#include "tile/emit/c_like.h"
+
+namespace kiln::tile::cuda {
+namespace {
+
+// What every CUDA translation unit has after the prelude. NVRTC has no standard headers: the
+// fixed-width integer names come from the prelude's, and numeric_limits has what the
+// emitter's reduction identities use (nvcc, which has them, compiles the same source).
+const char* kSupport = R"(
+// ---------------------------------------------------------------- kiln tile: CUDA support
+namespace ks = kiln::scalar;
+typedef ks::i8 int8_t;
+typedef ks::i16 int16_t;
+typedef ks::i32 int32_t;
+typedef ks::i64 int64_t;
+typedef ks::u8 uint8_t;
+typedef ks::u16 uint16_t;
+typedef ks::u32 uint32_t;
+typedef ks::u64 uint64_t;
+
+#if defined(__CUDACC_RTC__)
+namespace std {
+template <class T> struct numeric_limits;
+#define KILN_TILE_LIMITS(T, LO, HI)                                     \
+  template <> struct numeric_limits<T> {                                \
+    static constexpr __device__ T lowest() { return LO; }               \
+    static constexpr __device__ T max() { return HI; }                  \
+  };
+KILN_TILE_LIMITS(uint8_t, 0, 255)
+KILN_TILE_LIMITS(int8_t, -128, 127)
+KILN_TILE_LIMITS(int16_t, -32768, 32767)
+KILN_TILE_LIMITS(int32_t, -2147483647 - 1, 2147483647)
+KILN_TILE_LIMITS(int64_t, -9223372036854775807LL - 1, 9223372036854775807LL)
+#undef KILN_TILE_LIMITS
+}  // namespace std
+#else  // nvcc (a generated source checked by hand: nvcc -arch=sm_90a -cubin)
+#include <limits>
+#endif
+
+// A warp shuffle of any 1-8 byte value (its bits).
+template <class T>
+__device__ inline T kiln_tile_shfl(T v, int lane, bool by_xor) {
+  if constexpr (sizeof(T) == 8) {
+    unsigned long long u;
+    memcpy(&u, &v, 8);
+    u = by_xor ? __shfl_xor_sync(0xffffffffu, u, lane) : __shfl_sync(0xffffffffu, u, lane);
+    memcpy(&v, &u, 8);
+  } else {
+    unsigned u = 0;
+    memcpy(&u, &v, sizeof(T));
+    u = by_xor ? __shfl_xor_sync(0xffffffffu, u, lane) : __shfl_sync(0xffffffffu, u, lane);
+    memcpy(&v, &u, sizeof(T));
+  }
+  return v;
+}
+
+// The reductions' combining functions, as the CPU backend's loops compute them: integers wrap,
+// bool sums are any / all, float max/min propagate NaN.
+struct kiln_tile_sum {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (ks::is_bool<T>) return a || b;
+    else if constexpr (ks::is_int<T>) return ks::add<T>(a, b);
+    else return a + b;
+  }
+};
+struct kiln_tile_prod {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (ks::is_bool<T>) return a && b;
+    else if constexpr (ks::is_int<T>) return ks::mul<T>(a, b);
+    else return a * b;
+  }
+};
+struct kiln_tile_max {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (ks::is_bool<T>) return a || b;
+    else return a > b || a != a ? a : b;
+  }
+};
+struct kiln_tile_min {
+  template <class T> __device__ T operator()(T a, T b) const {
+    if constexpr (ks::is_bool<T>) return a && b;
+    else return a < b || a != a ? a : b;
+  }
+};
+
+// Every thread's partial result combined, the same value in every thread: a butterfly of
+// shuffles within each warp, then the warps' results through shared memory.
+template <int NT, class T, class F>
+__device__ inline T kiln_tile_block_reduce(T v, F f) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = f(v, kiln_tile_shfl(v, o, true));
+  if constexpr (NT > 32) {
+    __shared__ T part[NT / 32];
+    __syncthreads();  // the previous use of part is read
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    v = part[0];
+#pragma unroll
+    for (int w = 1; w < NT / 32; ++w) v = f(v, part[w]);
+  } else {
+    v = kiln_tile_shfl(v, 0, false);  // lane 0's (a max of -0 and 0 may differ between lanes)
+  }
+  return v;
+}
+
+// A block in registers: this thread's elements of it, R of them (V-element runs, S apart). The
+// per-element loops that read and write it are unrolled, so after inlining each [i] is a
+// constant index into r (i - V * threadIdx.x folds to a constant) and r stays in registers.
+template <class T, int R, int V, int S>
+struct kiln_tile_regs {
+  T r[R];
+  __device__ T& operator[](int i) {
+    const int c = i - int(threadIdx.x) * V;
+    return r[c / S * V + c % V];
+  }
+};
+
+// A scalar op with a side effect (an atomic): run by thread 0, its result given to every thread.
+template <class F>
+__device__ inline auto kiln_tile_by_one_thread(F f) {
+  typedef decltype(f()) T;
+  __shared__ T slot;
+  __syncthreads();  // the previous use of slot is read
+  if (threadIdx.x == 0) slot = f();
+  __syncthreads();
+  return slot;
+}
+
+// An atomic update of a 1- or 2-byte value: compare-and-swap on the 4-byte word holding it.
+template <class M, class F>
+__device__ inline M kiln_tile_atomic_narrow(M* p, F update) {
+  unsigned* word = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned long long>(p) & ~3ull);
+  const unsigned shift = unsigned(reinterpret_cast<unsigned long long>(p) & 3ull) * 8;
+  const unsigned mask = (sizeof(M) == 1 ? 0xffu : 0xffffu) << shift;
+  unsigned old = *reinterpret_cast<volatile unsigned*>(word), seen;
+  M was;
+  do {
+    seen = old;
+    was = M(seen >> shift);
+    const M next = update(was);
+    old = atomicCAS(word, seen, (seen & ~mask) | ((unsigned(next) << shift) & mask));
+  } while (old != seen);
+  return was;
+}
+
+// atomic_add: the old value. Integers add with wrap-around, floats natively; 16-bit floats add
+// in float and round, as the eager add.
+template <class T>
+__device__ inline T kiln_tile_atomic_add(T* p, T v) {
+  if constexpr (sizeof(T) == 8 && ks::is_int<T>)
+    return T(atomicAdd(reinterpret_cast<unsigned long long*>(p), (unsigned long long)(v)));
+  else if constexpr (sizeof(T) < 4)
+    return kiln_tile_atomic_narrow(p, [v](T x) { return T(x + v); });
+  else
+    return atomicAdd(p, v);
+}
+template <bool BF16>
+__device__ inline float kiln_tile_atomic_add16(uint16_t* p, float v) {
+  const uint16_t was = kiln_tile_atomic_narrow(p, [v](uint16_t x) {
+    return BF16 ? ks::float_to_bfloat16(ks::bfloat16_to_float(x) + v) : ks::float_to_float16(ks::float16_to_float(x) + v);
+  });
+  return BF16 ? ks::bfloat16_to_float(was) : ks::float16_to_float(was);
+}
+)";
+
+// Bytes of an element of a block declared with C type `type`.
+int64_t type_bytes(const std::string& type) {
+  if (type.back() == '*' || type == "double" || type == "int64_t" || type == "uint64_t") return 8;
+  if (type == "float" || type == "int32_t" || type == "uint32_t") return 4;
+  if (type == "int16_t" || type == "uint16_t") return 2;
+  return 1;
+}
+
+std::vector<int64_t> row_major(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (size_t d = shape.size(); d-- > 1;) s[d - 1] = s[d] * shape[d];
+  return s;
+}
+
+int64_t numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+class CudaEmitter final : public CLikeEmitter {
+ public:
+  EmittedKernel run(const Program& p) {
+    threads_ = p.meta.num_warps * 32;
+    KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
+               p.meta.num_warps, "; a thread block has 1 to 32 warps");
+    EmittedKernel k;
+    k.source = emit(p);
+    k.entry = cpu::entry_name(p);
+    k.threads = threads_;
+    k.shared_bytes = shared_bytes_;
+    return k;
+  }
+
+ protected:
+  std::string atomic_add(const std::string& ptr, const std::string& value, DType d) const override {
+    std::string call;
+    if (d == kFloat16) call = "kiln_tile_atomic_add16<false>(" + ptr + ", " + value + ")";
+    else if (d == kBFloat16) call = "kiln_tile_atomic_add16<true>(" + ptr + ", " + value + ")";
+    else call = "kiln_tile_atomic_add<" + memory_type(d) + ">(" + ptr + ", " + value + ")";
+    // A scalar atomic happens once per program, not once per thread.
+    return in_elements_ ? call : "kiln_tile_by_one_thread([&] { return " + call + "; })";
+  }
+  std::string program_id(int axis) const override { return std::string("int32_t(blockIdx.") + "xyz"[axis] + ")"; }
+  std::string num_programs(int axis) const override { return std::string("int32_t(gridDim.") + "xyz"[axis] + ")"; }
+  std::string fma(const std::string& a, const std::string& b, const std::string& c, DType d) const override {
+    return (d == kFloat64 ? "fma(" : "fmaf(") + a + ", " + b + ", " + c + ")";
+  }
+
+  // This thread's elements of a block: runs of V consecutive elements, V * threads apart. A loop
+  // of a constant count over the runs, unrolled (fully, up to kMaxRuns runs: register blocks
+  // need constant indices), so that a thread's loads of several runs are in flight together.
+  ElementIndex begin_elements(const std::vector<int64_t>& shape) override {
+    if (serial_) return CLikeEmitter::begin_elements(shape);
+    const int64_t n = numel(shape);
+    const Layout l = layout(n);
+    const int64_t runs = l.per_thread / l.run;
+    const std::string v = std::to_string(l.run);
+    if (runs > 1) out().line(runs <= kMaxRuns ? "#pragma unroll" : "#pragma unroll " + std::to_string(kMaxRuns));
+    out().open("for (int _r = 0; _r < " + std::to_string(runs) + "; ++_r)");
+    out().line("const int _e = (int(threadIdx.x) + _r * " + std::to_string(threads_) + ") * " + v + ";");
+    if (n % (l.run * threads_) != 0) out().open("if (_e < " + std::to_string(n) + ")");
+    if (l.run > 1) {
+      out().line("#pragma unroll");
+      out().open("for (int _v = 0; _v < " + v + "; ++_v)");
+      out().line("const int _i = _e + _v;");
+    } else {
+      out().line("const int _i = _e;");
+    }
+    ElementIndex e;
+    const std::vector<int64_t> rm = row_major(shape);
+    for (size_t d = 0; d < shape.size(); ++d) {
+      if (shape[d] == 1) {
+        e.dims.push_back("0");
+        continue;
+      }
+      std::string at = rm[d] == 1 ? "_i" : "_i / " + std::to_string(rm[d]);
+      if (d > 0) at = "(" + at + ") % " + std::to_string(shape[d]);
+      e.dims.push_back("(" + at + ")");
+    }
+    e.linear = "_i";
+    in_elements_ = true;
+    return e;
+  }
+  void end_elements(const std::vector<int64_t>& shape) override {
+    if (serial_) return CLikeEmitter::end_elements(shape);
+    const int64_t n = numel(shape);
+    const Layout l = layout(n);
+    if (l.run > 1) out().close();
+    if (n % (l.run * threads_) != 0) out().close();
+    out().close();
+    if (sync_after_) out().line("__syncthreads();");
+    in_elements_ = false;
+  }
+  // A block only ever read at the thread's own elements lives in registers; any other in the
+  // kernel's dynamic shared memory, each at its own offset.
+  void declare_block(const std::string& name, const std::string& type, int64_t n) override {
+    if (!serial_ && in_registers(name)) {
+      const Layout l = layout(n);
+      out().line("kiln_tile_regs<" + type + ", " + std::to_string(l.per_thread) + ", " + std::to_string(l.run) + ", " +
+                 std::to_string(l.run * threads_) + "> " + name + ";");
+      return;
+    }
+    const int64_t at = shared_bytes_;
+    shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
+    if (shared_bytes_ > kMaxSharedBytes)
+      fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
+                                      " KB of shared memory per thread block"),
+              "use smaller block sizes (a program's blocks live in its thread block's shared memory)");
+    const std::string decl = type + "* const " + name + " = reinterpret_cast<" + type + "*>(kiln_tile_smem + " +
+                             std::to_string(at) + ");";
+    if (serial_) hoisted_.push_back(decl);
+    else out().line(decl);
+  }
+  // Each per-element loop ends with a barrier already (end_elements).
+  void barrier() override {}
+  void emit_program(const std::string& body) override;
+  void emit_reduce(const Op& op) override;
+  void emit_scan(const Op& op) override;
+  void emit_dot(const Op& op) override;
+
+ private:
+  static const char* combiner(ReduceKind k) {
+    switch (k) {
+      case ReduceKind::Sum: return "kiln_tile_sum";
+      case ReduceKind::Prod: return "kiln_tile_prod";
+      case ReduceKind::Max: return "kiln_tile_max";
+      default: return "kiln_tile_min";
+    }
+  }
+
+  // The blocked layout of n elements: runs of `run` consecutive elements, per_thread of them
+  // (a whole number of runs) in each thread.
+  struct Layout {
+    int64_t run, per_thread;
+  };
+  static constexpr int64_t kMaxRuns = 8;
+  Layout layout(int64_t n) const {
+    const int64_t run = n % 4 == 0 ? 4 : 1;  // 16 bytes of 4-byte elements
+    return {run, (n + run * threads_ - 1) / (run * threads_) * run};
+  }
+
+  // Whether the block named `name` (a value's array_name) may live in registers: it is a value
+  // computed elementwise, every reader reads it at the reader's own element (elementwise ops of
+  // its shape, a block-to-scalar reduction, a yield's copy), and it is unrolled fully.
+  bool in_registers(const std::string& name) {
+    if (by_array_.empty())
+      walk(program().body, [&](const Op& op) {
+        for (const Value* r : op.results) by_array_[array_name(r)] = r;
+        for (const Value* v : op.operands) users_of_[v].push_back(&op);
+      });
+    auto it = by_array_.find(name);
+    if (it == by_array_.end()) return false;
+    const Value* v = it->second;
+    const Layout l = layout(v->type.numel());
+    if (l.per_thread > kMaxRuns * l.run || !v->def || !own_elements(v->def->code)) return false;
+    for (const Op* u : users_of_[v]) {
+      const bool to_scalar = u->code == OpCode::Reduce && v->type.rank() == 1 && u->reduce != ReduceKind::Argmax &&
+                             u->reduce != ReduceKind::Argmin;
+      if (!own_elements(u->code) && !to_scalar && u->code != OpCode::Yield) return false;
+    }
+    return true;
+  }
+  static bool own_elements(OpCode c) {
+    return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
+           c == OpCode::Store || c == OpCode::AtomicAdd;
+  }
+
+  int threads_ = 128;
+  int64_t shared_bytes_ = 0;
+  std::map<std::string, const Value*> by_array_;
+  std::map<const Value*, std::vector<const Op*>> users_of_;
+  bool in_elements_ = false;  // inside a per-element loop: each thread's own elements
+  bool sync_after_ = true;    // a barrier after each per-element loop (not after one that only reads)
+  bool serial_ = false;       // emitting code for one thread (the base's loops)
+  std::vector<std::string> hoisted_;  // block declarations of serial code, made before it
+};
+
+void CudaEmitter::emit_program(const std::string& body) {
+  const Program& p = program();
+  std::string meta;
+  for (const auto& [n, v] : p.meta.constexprs) meta += (meta.empty() ? "" : ", ") + n + "=" + v.str();
+  out().line("// ---------------------------------------------------------------- kernel " + p.name);
+  out().line("// One thread block per program instance" + (meta.empty() ? std::string() : " (" + meta + ")") + ": " +
+             std::to_string(threads_) + " threads, " + std::to_string(shared_bytes_) + " bytes of shared memory.");
+  std::string sig;
+  for (const Param& prm : p.params) {
+    const Value* v = prm.value;
+    sig += sig.empty() ? "" : ", ";
+    if (prm.kind == ParamKind::Pointer) sig += pointer_type(v->type.dtype) + " __restrict__ " + cname(v);
+    else sig += "const " + compute_type(v->type.dtype) + " " + cname(v);
+  }
+  out().open("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads_) + ") " + cpu::entry_name(p) +
+             "(" + sig + ")");
+  if (shared_bytes_ > 0) out().line("extern __shared__ __align__(16) unsigned char kiln_tile_smem[];");
+  // No barrier at the end: nothing comes after it.
+  const std::string last = "  __syncthreads();\n";
+  const bool trailing = body.size() >= last.size() && body.compare(body.size() - last.size(), last.size(), last) == 0;
+  out().raw(trailing ? body.substr(0, body.size() - last.size()) : body);
+  out().close();
+}
+
+void CudaEmitter::emit_reduce(const Op& op) {
+  const Value* x = op.operands[0];
+  const Value* r = op.result();
+  const DType d = x->type.dtype;
+  const std::string t = compute_type(d);
+  const std::vector<int64_t>& in = x->type.shape;
+  const size_t axis = size_t(op.axis);
+  const ReduceKind k = op.reduce;
+  const bool arg = k == ReduceKind::Argmax || k == ReduceKind::Argmin;
+  const std::string res = r->type.is_block() ? array_name(r) : cname(r);
+  out().line("// " + op.name() + " along axis " + std::to_string(axis) + origin_suffix(op));
+  const std::string fn = std::string(combiner(k)) + "{}";
+
+  if (!r->type.is_block() && !arg) {
+    // A block to a scalar: each thread's elements, then the threads' partial results combined.
+    out().line(compute_type(r->type.dtype) + " " + res + ";");
+    out().open("");  // the accumulator's own scope
+    out().line(t + " _acc = " + reduce_identity(k, d) + ";");
+    sync_after_ = false;  // it only reads; kiln_tile_block_reduce has its barriers
+    const ElementIndex e = begin_elements(in);
+    out().line("_acc = " + fn + "(_acc, " + element(x, e.dims, e.linear) + ");");
+    end_elements(in);
+    sync_after_ = true;
+    out().line(res + " = " + round_16("kiln_tile_block_reduce<" + std::to_string(threads_) + ">(_acc, " + fn + ")", d) + ";");
+    out().close();
+    set_access(r, Access::uniform(res));
+    return;
+  }
+
+  // Each output element by one thread, along the axis in order; an argmax/argmin to a scalar
+  // by every thread alike.
+  std::vector<int64_t> out_shape;
+  for (size_t dd = 0; dd < in.size(); ++dd)
+    if (dd != axis) out_shape.push_back(in[dd]);
+  std::vector<std::string> idx;
+  std::string target = res;
+  if (r->type.is_block()) {
+    declare(r, res);
+    const ElementIndex e = begin_elements(out_shape);
+    for (size_t dd = 0, o = 0; dd < in.size(); ++dd) idx.push_back(dd == axis ? "_k" : e.dims[o++]);
+    target = res + "[" + e.linear + "]";
+  } else {
+    out().line(compute_type(r->type.dtype) + " " + res + ";");
+    out().open("");
+    idx = {"_k"};
+  }
+  const std::string n = std::to_string(in[axis]);
+  if (arg) {
+    std::vector<std::string> first = idx;
+    first[axis] = "0";
+    out().line(t + " _best = " + element(x, first) + ";");
+    out().line("int32_t _at = 0;");
+    out().open("for (int _k = 1; _k < " + n + "; ++_k)");
+    out().line("const " + t + " _x = " + element(x, idx) + ";");
+    const std::string better = k == ReduceKind::Argmax ? "_x > _best" : "_x < _best";
+    const std::string nan_first = is_floating(d) ? " || (_x != _x && _best == _best)" : "";
+    out().line("if (" + better + nan_first + ") _best = _x, _at = _k;");
+    out().close();
+    out().line(target + " = _at;");
+  } else {
+    out().line(t + " _acc = " + reduce_identity(k, d) + ";");
+    out().line("for (int _k = 0; _k < " + n + "; ++_k) _acc = " + fn + "(_acc, " + element(x, idx) + ");");
+    out().line(target + " = " + round_16("_acc", d) + ";");
+  }
+  if (r->type.is_block()) {
+    end_elements(out_shape);
+    set_access(r, Access::array(res, row_major(out_shape)));
+  } else {
+    out().close();
+    set_access(r, Access::uniform(res));
+  }
+}
+
+void CudaEmitter::emit_scan(const Op& op) {
+  // The base's loops, on thread 0; the result block declared before them, so all threads see it.
+  const CodeWriter saved = out();
+  out().clear(saved.depth() + 1);
+  serial_ = true;
+  hoisted_.clear();
+  CLikeEmitter::emit_scan(op);
+  serial_ = false;
+  const std::string loops = out().text();
+  out() = saved;
+  for (const std::string& h : hoisted_) out().line(h);
+  out().open("if (threadIdx.x == 0)");
+  out().raw(loops);
+  out().close();
+  out().line("__syncthreads();");
+}
+
+void CudaEmitter::emit_dot(const Op& op) {
+  // Each output element by one thread, summed along K in order (as the CPU backend: the same
+  // fused multiply-adds in the same order give the same result).
+  const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];
+  const Value* r = op.result();
+  const std::vector<int64_t>& shape = r->type.shape;
+  const DType d = r->type.dtype;
+  out().line("// dot [" + std::to_string(shape[0]) + ", " + std::to_string(a->type.shape[1]) + "] @ [" +
+             std::to_string(a->type.shape[1]) + ", " + std::to_string(shape[1]) + "]" + origin_suffix(op));
+  const std::string res = array_name(r);
+  declare(r, res);
+  const ElementIndex e = begin_elements(shape);
+  out().line(compute_type(d) + " _c = " + element(acc, e.dims, e.linear) + ";");
+  out().line("for (int _k = 0; _k < " + std::to_string(a->type.shape[1]) + "; ++_k) _c = " +
+             fma(element(a, {e.dims[0], "_k"}), element(b, {"_k", e.dims[1]}), "_c", d) + ";");
+  out().line(res + "[" + e.linear + "] = _c;");
+  end_elements(shape);
+  set_access(r, Access::array(res, row_major(shape)));
+}
+
+}  // namespace
+
+EmittedKernel emit_kernel(const Program& p) {
+  CudaEmitter e;
+  return e.run(p);
+}
+
+std::string translation_unit(const std::vector<EmittedKernel>& kernels) {
+  std::string s = "// Generated by kiln's tile compiler (src/tile/cuda/emit_cuda.cc): the scalar prelude, then the kernels.\n";
+  s += std::string(scalar::prelude());
+  s += kSupport;
+  for (const EmittedKernel& k : kernels) {
+    s += "\n";
+    s += k.source;
+  }
+  return s;
+}
+
+}  // namespace kiln::tile::cuda

@@ -1,0 +1,28 @@
+// The tile IR's CUDA backend: TileProgram -> CUDA C++, compiled by NVRTC for the GPU's exact
+// arch (sm_90a on the H200) and launched through the driver API (cuda/kernel.h). A program
+// instance is a thread block of num_warps * 32 threads; blockIdx is the program id.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tile/ir.h"
+
+namespace kiln::tile::cuda {
+
+// One kernel's CUDA: its `extern "C" __global__` entry point and what a launch needs.
+struct EmittedKernel {
+  std::string source;        // the kernel (no prelude)
+  std::string entry;         // its symbol: kiln_tile_<name>
+  int threads = 128;         // per block: num_warps * 32
+  int64_t shared_bytes = 0;  // dynamic shared memory per block (the program's blocks)
+};
+
+EmittedKernel emit_kernel(const Program& p);
+// A translation unit for NVRTC: the scalar prelude, the CUDA support code, then the kernels.
+std::string translation_unit(const std::vector<EmittedKernel>& kernels);
+
+// Dynamic shared memory a block may have on sm_90 (227 KB, after raising the kernel's limit).
+constexpr int64_t kMaxSharedBytes = 227 * 1024;
+
+}  // namespace kiln::tile::cuda

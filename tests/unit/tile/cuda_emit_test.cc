@@ -1,0 +1,178 @@
+// The CUDA backend's emitter without a GPU: the CUDA of each kernel of cuda_kernels.h compiles
+// through NVRTC for sm_90a (so a codegen error shows in CI), with no stack frame (blocks live in
+// shared memory, never in local memory), and its structure: one thread block per program,
+// the blocked layout's loop, warp-shuffle reductions, atomics once per program for a scalar.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+
+#include "graph/pass_manager.h"
+#include "inductor/emit_tile.h"
+#include "inductor/inductor.h"
+#include "runtime/cache.h"
+#include "runtime/cuda/nvrtc.h"
+#include "tile/cuda/emit_cuda.h"
+#include "tile/cuda/kernel.h"
+#include "tile/passes/passes.h"
+#include "support/golden.h"
+#include "tests/unit/tile/cuda_kernels.h"
+
+namespace kiln::tile {
+namespace {
+
+Program prepared(const test::NamedKernel& k) {
+  Program p = k.make();
+  verify(p);
+  run_passes(p, default_passes());
+  return p;
+}
+
+TEST(TileCudaEmit, EntryPointAndLayout) {
+  Program p = prepared({"vector_add", [] { return test::vector_add(1024); }});
+  const cuda::EmittedKernel k = cuda::emit_kernel(p);
+  EXPECT_EQ(k.entry, "kiln_tile_vector_add");
+  EXPECT_EQ(k.threads, 128);  // num_warps=4
+  EXPECT_EQ(k.shared_bytes, 0) << k.source;  // one fused loop: every value in registers
+  EXPECT_NE(k.source.find("extern \"C\" __global__ void __launch_bounds__(128) kiln_tile_vector_add("), std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("blockIdx.x"), std::string::npos) << k.source;
+  // 1024 elements over 128 threads: 2 runs of 4 consecutive elements, 512 apart.
+  EXPECT_NE(k.source.find("for (int _r = 0; _r < 2; ++_r)"), std::string::npos) << k.source;
+  EXPECT_NE(k.source.find("const int _e = (int(threadIdx.x) + _r * 128) * 4;"), std::string::npos) << k.source;
+
+  p.meta.num_warps = 8;
+  EXPECT_EQ(cuda::emit_kernel(p).threads, 256);
+  p.meta.num_warps = 0;
+  EXPECT_THROW(cuda::emit_kernel(p), Error);
+}
+
+TEST(TileCudaEmit, ReductionsAndAtomics) {
+  const cuda::EmittedKernel s = cuda::emit_kernel(prepared({"softmax", [] { return test::softmax(1024); }}));
+  EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_max{})"), std::string::npos) << s.source;
+  EXPECT_NE(s.source.find("kiln_tile_block_reduce<128>(_acc, kiln_tile_sum{})"), std::string::npos) << s.source;
+  // The loaded row and its exp are read only at each thread's own elements: in registers.
+  EXPECT_EQ(s.shared_bytes, 0) << s.source;
+  EXPECT_NE(s.source.find("kiln_tile_regs<float, 8, 4, 512> "), std::string::npos) << s.source;
+  // A block read at other threads' elements (a dot's operands) is in shared memory.
+  const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"matmul", [] { return test::matmul(32, 32, 16); }}));
+  EXPECT_GE(mm.shared_bytes, (32 * 16 + 16 * 32) * 4) << mm.source;
+  const cuda::EmittedKernel h = cuda::emit_kernel(prepared({"histogram", [] { return test::histogram(kFloat32); }}));
+  // The block's atomics per element; the scalar one by one thread for the whole program.
+  EXPECT_NE(h.source.find("kiln_tile_atomic_add<float>("), std::string::npos) << h.source;
+  EXPECT_NE(h.source.find("kiln_tile_by_one_thread([&] { return kiln_tile_atomic_add<int32_t>("), std::string::npos)
+      << h.source;
+}
+
+TEST(TileCudaEmit, TooMuchSharedMemoryIsAClearError) {
+  // A 128 x 256 f32 accumulator and its operands: far past 227 KB.
+  Program p = prepared({"matmul", [] { return test::matmul(256, 256, 64); }});
+  try {
+    cuda::emit_kernel(p);
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("KB of shared memory per thread block"), std::string::npos) << e.what();
+  }
+}
+
+TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  std::vector<cuda::EmittedKernel> kernels;
+  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k)));
+  const std::string src = cuda::translation_unit(kernels);
+  nvrtc::Output out;
+  try {
+    out = nvrtc::compile(src, "kiln_tile_cuda_test.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"});
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+  EXPECT_TRUE(out.is_cubin);
+  EXPECT_GT(out.binary.size(), 1000u);
+  EXPECT_EQ(out.log.find("warning"), std::string::npos) << out.log;
+  // ptxas's report per kernel: no stack frame, no spills.
+  for (const cuda::EmittedKernel& k : kernels) {
+    const std::string& entry = k.entry;
+    const size_t at = out.log.find("Function properties for " + entry + "\n");
+    ASSERT_NE(at, std::string::npos) << entry << "\n" << out.log;
+    const size_t from = out.log.find('\n', at) + 1;
+    const std::string line = out.log.substr(from, out.log.find('\n', from) - from);
+    EXPECT_NE(line.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << entry << ": " << line;
+  }
+}
+
+// The code generator's kernels for the graphs of tests/golden/kernels/ (what the CPU goldens show
+// as C++), emitted as CUDA: 2-D blocks, reductions along an axis, broadcasts, masks.
+TEST(TileCudaEmit, InductorKernelsCompileWithNvrtc) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  std::vector<cuda::EmittedKernel> kernels;
+  for (const char* name : {"inductor_softmax", "inductor_layer_norm", "inductor_pointwise_chain"}) {
+    const kiln::test::Golden g = kiln::test::read_golden(kiln::test::golden_files("kernels").front().parent_path() /
+                                                         (std::string(name) + ".kir"));
+    ASSERT_EQ(g.pipeline, "inductor: decompose | c") << name;
+    const inductor::Program p = inductor::lower_and_schedule(
+        std::make_shared<graph::Graph>(graph::parse(graph::run_pipeline("decompose", g.input))));
+    for (const inductor::Node& n : p.nodes) {
+      if (n.kind == inductor::NodeKind::Extern) continue;
+      inductor::GeneratedKernel k = inductor::emit_tile(p, n);
+      run_passes(k.program, default_passes());
+      kernels.push_back(cuda::emit_kernel(k.program));
+    }
+  }
+  ASSERT_GE(kernels.size(), 3u);
+  try {
+    const nvrtc::Output out = nvrtc::compile(cuda::translation_unit(kernels), "kiln_inductor_cuda_test.cu", "sm_90a", {"-std=c++17"});
+    EXPECT_EQ(out.log.find("warning"), std::string::npos) << out.log;
+  } catch (const Error& e) {
+    FAIL() << e.what();
+  }
+}
+
+// tests/golden/kernels/*_cuda.kir (pipeline "tile-cuda: <passes> | cuda"): the CUDA of a kernel,
+// so a change in the emitter shows as a diff. KILN_UPDATE_GOLDENS=1 rewrites them.
+TEST(TileCudaEmit, GoldenSources) {
+  int n = 0;
+  for (const auto& path : kiln::test::golden_files("kernels")) {
+    const kiln::test::Golden g = kiln::test::read_golden(path);
+    if (g.pipeline.rfind("tile-cuda:", 0) != 0) continue;  // another backend's golden
+    kiln::test::check_golden(g, [](const std::string& pipeline, const std::string& input) {
+      const size_t bar = pipeline.rfind('|');
+      KILN_CHECK(bar != std::string::npos && pipeline.substr(bar) == "| cuda", "a tile-cuda golden's pipeline ends in '| cuda': ",
+                 pipeline);
+      std::string passes = pipeline.substr(10, bar - 10);  // after "tile-cuda:"
+      passes.erase(0, passes.find_first_not_of(' '));
+      passes.erase(passes.find_last_not_of(' ') + 1);
+      Program p = parse(input);
+      verify(p);
+      run_passes(p, passes);
+      return cuda::emit_kernel(p).source;
+    });
+    ++n;
+  }
+  EXPECT_GE(n, 2);
+}
+
+TEST(TileCudaEmit, CubinsComeFromTheDiskCache) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  // A source no other test or earlier run compiles (the cache folder may be a lasting one: a
+  // KILN_CACHE_DIR set by the caller, as bench/gpu.sh does), so the first compile is a miss.
+  const std::string src = cuda::translation_unit({cuda::emit_kernel(prepared({"vector_add", [] { return test::vector_add(256); }}))}) +
+                          "// TileCudaEmit.CubinsComeFromTheDiskCache " + std::to_string(::getpid()) + " " +
+                          std::to_string(std::chrono::steady_clock::now().time_since_epoch().count()) + "\n";
+  const runtime::cache::Stats s0 = runtime::cache::stats();
+  const std::string cold = cuda::cubin(src, "vector_add.cu", "sm_90a");
+  const runtime::cache::Stats s1 = runtime::cache::stats();
+  EXPECT_EQ(s1.misses, s0.misses + 1);
+  EXPECT_EQ(s1.writes, s0.writes + 1);
+  const std::string warm = cuda::cubin(src, "vector_add.cu", "sm_90a");
+  EXPECT_EQ(runtime::cache::stats().hits, s1.hits + 1);
+  EXPECT_EQ(warm, cold);
+  EXPECT_EQ(cold.substr(0, 4), "\x7f" "ELF");  // a cubin is an ELF image
+  // Another arch is another entry.
+  EXPECT_NE(cuda::cubin(src, "vector_add.cu", "sm_80"), cold);
+}
+
+}  // namespace
+}  // namespace kiln::tile

@@ -1,0 +1,170 @@
+// The generated CUDA run without a GPU: the translation unit of each kernel of cuda_kernels.h,
+// compiled for the host against a small emulation of the CUDA built-ins it uses (one host
+// thread per CUDA thread, a thread block at a time: threadIdx/blockIdx, __syncthreads as a
+// barrier, warp shuffles through a shared slot per thread, atomics), run on the cases of
+// cuda_cases.h and compared with the CPU backend. So CI checks what the emitter computes (the
+// blocked layout, register and shared blocks, shuffle reductions, atomics once per program),
+// not only that NVRTC accepts it; the GPU tests (cuda_gpu_test.cc) check the real thing.
+#include <gtest/gtest.h>
+
+#include "tile/cpu/cc.h"
+#include "tile/cuda/emit_cuda.h"
+#include "tile/passes/passes.h"
+#include "tests/unit/tile/cuda_cases.h"
+
+namespace kiln::tile {
+namespace {
+
+const char* kEmulation = R"(// kiln tile: the CUDA built-ins the generated code uses, emulated on the host (tests only).
+#include <pthread.h>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <thread>
+#include <vector>
+#define __global__
+#define __device__
+#define __host__
+#define __launch_bounds__(n)
+#define __restrict__ __restrict
+#define __shared__ static  // one thread block at a time: a static is the block's
+struct kiln_emu_dim3 { unsigned x = 0, y = 0, z = 0; };
+static thread_local kiln_emu_dim3 threadIdx, blockIdx;
+static kiln_emu_dim3 gridDim, blockDim;
+alignas(16) static unsigned char kiln_tile_smem[232448];
+static pthread_barrier_t kiln_emu_barrier;
+static inline void __syncthreads() { pthread_barrier_wait(&kiln_emu_barrier); }
+static unsigned long long kiln_emu_lane[1024];
+template <class T>
+static inline T kiln_emu_exchange(T v, unsigned from) {
+  kiln_emu_lane[threadIdx.x] = (unsigned long long)v;
+  __syncthreads();
+  const T got = T(kiln_emu_lane[from]);
+  __syncthreads();
+  return got;
+}
+static inline unsigned __shfl_xor_sync(unsigned, unsigned v, int m) { return kiln_emu_exchange(v, threadIdx.x ^ unsigned(m)); }
+static inline unsigned long long __shfl_xor_sync(unsigned, unsigned long long v, int m) { return kiln_emu_exchange(v, threadIdx.x ^ unsigned(m)); }
+static inline unsigned __shfl_sync(unsigned, unsigned v, int l) { return kiln_emu_exchange(v, (threadIdx.x & ~31u) | unsigned(l)); }
+static inline unsigned long long __shfl_sync(unsigned, unsigned long long v, int l) { return kiln_emu_exchange(v, (threadIdx.x & ~31u) | unsigned(l)); }
+static inline int atomicAdd(int* p, int v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+static inline unsigned long long atomicAdd(unsigned long long* p, unsigned long long v) { return __atomic_fetch_add(p, v, __ATOMIC_RELAXED); }
+template <class T>
+static inline T kiln_emu_add_float(T* p, T v) {
+  T old, next;
+  __atomic_load(p, &old, __ATOMIC_RELAXED);
+  do next = old + v;
+  while (!__atomic_compare_exchange(p, &old, &next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED));
+  return old;
+}
+static inline float atomicAdd(float* p, float v) { return kiln_emu_add_float(p, v); }
+static inline double atomicAdd(double* p, double v) { return kiln_emu_add_float(p, v); }
+static inline unsigned atomicCAS(unsigned* p, unsigned expected, unsigned desired) {
+  __atomic_compare_exchange_n(p, &expected, desired, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+  return expected;
+}
+// Runs `block` (one CUDA thread's body) for every thread of every block of the grid.
+template <class F>
+static void kiln_emu_launch(const int64_t* grid, unsigned threads, F block) {
+  gridDim = {unsigned(grid[0]), unsigned(grid[1]), unsigned(grid[2])};
+  blockDim = {threads, 1, 1};
+  pthread_barrier_init(&kiln_emu_barrier, nullptr, threads);
+  for (unsigned z = 0; z < gridDim.z; ++z)
+    for (unsigned y = 0; y < gridDim.y; ++y)
+      for (unsigned x = 0; x < gridDim.x; ++x) {
+        std::vector<std::thread> ts;
+        for (unsigned t = 0; t < threads; ++t)
+          ts.emplace_back([=] {
+            threadIdx = {t, 0, 0};
+            blockIdx = {x, y, z};
+            block();
+          });
+        for (std::thread& t : ts) t.join();
+      }
+  pthread_barrier_destroy(&kiln_emu_barrier);
+}
+)";
+
+// The parameter types of an emitted entry point, from its signature.
+std::vector<std::string> param_types(const cuda::EmittedKernel& k) {
+  const size_t open = k.source.find(k.entry + "(") + k.entry.size() + 1;
+  const std::string list = k.source.substr(open, k.source.find(')', open) - open);
+  std::vector<std::string> types;
+  for (size_t at = 0; at <= list.size();) {
+    size_t comma = list.find(", ", at);
+    if (comma == std::string::npos) comma = list.size();
+    std::string p = list.substr(at, comma - at);
+    p = p.substr(0, p.rfind(' '));  // drop the name
+    for (const char* word : {" __restrict__", "const "})
+      if (size_t w = p.find(word); w != std::string::npos) p.erase(w, std::strlen(word));
+    types.push_back(p);
+    at = comma + 2;
+  }
+  return types;
+}
+
+TEST(TileCudaEmulated, EveryKernelMatchesTheCpuBackend) {
+  // One translation unit: the kernels, and per kernel a kiln_emu_run_<entry>(args, grid) that
+  // launches it with args[i] pointing to parameter i's value (as the driver API takes them).
+  std::vector<cuda::EmittedKernel> emitted;
+  std::map<std::string, std::vector<std::string>> types;  // by kernel name
+  std::string runners;
+  for (const test::NamedKernel& nk : test::cuda_kernels()) {
+    Program p = nk.make();
+    verify(p);
+    run_passes(p, default_passes());
+    emitted.push_back(cuda::emit_kernel(p));
+    const cuda::EmittedKernel& k = emitted.back();
+    types[nk.name] = param_types(k);
+    std::string call;
+    for (size_t i = 0; i < types[nk.name].size(); ++i)
+      call += (i ? ", " : "") + std::string("*static_cast<") + types[nk.name][i] + "*>(args[" + std::to_string(i) + "])";
+    runners += "extern \"C\" void kiln_emu_run_" + k.entry + "(void** args, const int64_t* grid) {\n  kiln_emu_launch(grid, " +
+               std::to_string(k.threads) + ", [=] { " + k.entry + "(" + call + "); });\n}\n";
+  }
+  std::string tu = cuda::translation_unit(emitted);
+  const std::string smem = "extern __shared__ __align__(16) unsigned char kiln_tile_smem[];";
+  for (size_t at; (at = tu.find(smem)) != std::string::npos;) tu.erase(at, smem.size());  // the emulation's global
+  std::shared_ptr<cpu::Library> lib = cpu::compile_source(kEmulation + tu + runners, "cuda_emulated");
+
+  for (const test::Case& c : test::cases()) {
+    SCOPED_TRACE(c.kernel);
+    auto run = reinterpret_cast<void (*)(void**, const int64_t*)>(lib->symbol("kiln_emu_run_kiln_tile_" + c.kernel));
+    const std::vector<std::string>& ts = types.at(c.kernel);
+    ASSERT_EQ(ts.size(), c.args.size());
+    const std::vector<Tensor> want = test::run_on_cpu(c);
+    std::vector<Tensor> got(c.args.size());
+    struct Slot {
+      void* p;
+      int32_t i32;
+      int64_t i64;
+      float f32;
+      double f64;
+    };
+    std::vector<Slot> slots(c.args.size());
+    std::vector<void*> args(c.args.size());
+    for (size_t i = 0; i < c.args.size(); ++i) {
+      const test::CaseArg& a = c.args[i];
+      Slot& s = slots[i];
+      if (a.is_tensor) {
+        got[i] = a.t.clone();
+        s.p = got[i].data_ptr();
+        args[i] = &s.p;
+      } else if (ts[i] == "float" || ts[i] == "double") {
+        s.f32 = float(a.is_float ? a.f : double(a.i));
+        s.f64 = a.is_float ? a.f : double(a.i);
+        args[i] = ts[i] == "float" ? static_cast<void*>(&s.f32) : &s.f64;
+      } else {
+        s.i32 = int32_t(a.i);
+        s.i64 = a.i;
+        args[i] = ts[i] == "int32_t" ? static_cast<void*>(&s.i32) : &s.i64;
+      }
+    }
+    const int64_t grid[3] = {c.grid.x, c.grid.y, c.grid.z};
+    run(args.data(), grid);
+    test::expect_like_cpu(c, got, want, "in the emulation");
+  }
+}
+
+}  // namespace
+}  // namespace kiln::tile
