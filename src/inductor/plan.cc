@@ -29,6 +29,8 @@ template <class A>
 void fields(A& a, Buffer& b) { a(b.name, b.kind, b.dtype, b.sizes, b.strides, b.offset, b.input, b.literal, b.producer); }
 template <class A>
 void fields(A& a, KernelArg& k) { a(k.buffer, k.size); }
+template <class A>
+void fields(A& a, InPlace& p) { a(p.into, p.skip, p.count); }
 
 namespace {
 
@@ -136,10 +138,11 @@ struct PlanImage {
   std::vector<RunNode> nodes;
   std::vector<int> outputs;
   std::vector<Step> steps;
+  InPlace in_place;
   std::optional<tile::cpu::GroupImage> group;
 };
 template <class A>
-void fields(A& a, PlanImage& p) { a(p.graph, p.buffers, p.nodes, p.outputs, p.steps, p.group); }
+void fields(A& a, PlanImage& p) { a(p.graph, p.buffers, p.nodes, p.outputs, p.steps, p.in_place, p.group); }
 
 // Kernel groups compiled in this process, by their tile IR, so a graph compiled again (a
 // recompile, another test) reuses the kernels it already has (or is compiling); `start` starts
@@ -175,6 +178,8 @@ class Plan {
  public:
   // (The in-place write-backs first: they rewrite kernels that recompute a written-back value.)
   explicit Plan(Program p) : p_(std::move(p)), in_place_(in_place_writes(p_)) {}
+  // A loaded plan (load()): its write-backs as the built one decided them.
+  Plan(Program p, InPlace in_place) : p_(std::move(p)), in_place_(std::move(in_place)) {}
 
   // Emits the kernels and starts compiling them (in the background: a caller compiling several
   // graphs, as AOT's forward and backward, gets their compilers run at once).
@@ -223,6 +228,7 @@ class Plan {
       im.nodes.push_back({n.kind, n.name, n.extern_op, n.outputs, n.inputs, n.call ? position.at(n.call) : -1});
     im.outputs = p_.outputs;
     im.steps = steps_;
+    im.in_place = in_place_;
     if (pending_.valid()) im.group = pending_.image();
     return im;
   }
@@ -247,7 +253,7 @@ class Plan {
       KILN_CHECK(n.kind != NodeKind::Extern || n.call, "inductor plan: extern ", n.name, " without its graph node");
     }
     p.outputs = std::move(im.outputs);
-    auto plan = std::make_shared<Plan>(std::move(p));
+    auto plan = std::make_shared<Plan>(std::move(p), std::move(im.in_place));
     plan->steps_ = std::move(im.steps);
     if (im.group)
       plan->pending_ = compile_cached("plan " + key, [&] { return tile::cpu::load_group(std::move(*im.group)); });
@@ -366,7 +372,11 @@ class Plan {
   void check() const {
     const auto buffer_ok = [&](int b) { return b >= 0 && size_t(b) < p_.buffers.size(); };
     const size_t kernels = pending_.valid() ? pending_.image().kernels.size() : 0;
-    bool ok = std::all_of(p_.outputs.begin(), p_.outputs.end(), buffer_ok);
+    const auto none_or_buffer = [&](int b) { return b == -1 || buffer_ok(b); };
+    bool ok = std::all_of(p_.outputs.begin(), p_.outputs.end(), buffer_ok) && in_place_.into.size() == p_.buffers.size() &&
+              in_place_.skip.size() == p_.nodes.size() &&
+              std::all_of(in_place_.into.begin(), in_place_.into.end(), none_or_buffer) &&
+              std::all_of(in_place_.skip.begin(), in_place_.skip.end(), none_or_buffer);
     for (const Buffer& b : p_.buffers) ok = ok && (b.kind != BufferKind::Input || (b.input >= 0 && size_t(b.input) < p_.graph->inputs().size()));
     for (const Node& n : p_.nodes) {
       ok = ok && std::all_of(n.outputs.begin(), n.outputs.end(), buffer_ok) && std::all_of(n.inputs.begin(), n.inputs.end(), buffer_ok);
