@@ -87,6 +87,22 @@ class FlowNetwork {
 // The "aot_eager" backend: joint graph, partition, both graphs run by graph::interpret; the
 // forward becomes one autograd node whose backward runs the backward graph.
 using GraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+// What a call of a compiled graph needs of its joint graph, the graphs aside (Joint's fields of
+// the same names): what a whole-graph cache keeps per requires-grad pattern.
+struct Signature {
+  size_t num_outputs = 0, num_tangents = 0;
+  std::vector<size_t> mutated_inputs, grad_inputs;
+  std::vector<int> output_tangent;
+};
+Signature signature(const Joint& j);
+template <class A>
+void fields(A& a, Signature& s) { a(s.num_outputs, s.num_tangents, s.mutated_inputs, s.grad_inputs, s.output_tangent); }
+// The compiled graphs of one requires-grad pattern: forward and backward (all false, inference:
+// the functional graph as `forward`, no backward, an empty signature).
+struct CompiledPlan {
+  Signature sig;
+  GraphFn forward, backward;
+};
 struct AotOptions {
   PartitionOptions partition;
   // Compiles the functional, forward and backward graphs (a backend's code generator); unset:
@@ -95,6 +111,12 @@ struct AotOptions {
   // Take the budget from aot::activation_memory_budget() when a plan is built instead (the
   // "aot_eager" backend, registered by src/compile/backends.cc).
   bool use_global_budget = false;
+  // Whole compiled graphs (the "inductor" backend's disk cache, src/compile/backends.cc): asked
+  // first for a requires-grad pattern's plan; null: AOT builds it (decomposing the graph only
+  // then) and tells `built_plan` which graphs it compiled (backward null for inference).
+  std::function<std::shared_ptr<const CompiledPlan>(const std::vector<bool>& needs)> load_plan;
+  std::function<void(const std::vector<bool>& needs, const Signature&, const graph::Graph* forward,
+                     const graph::Graph* backward)> built_plan;
 };
 GraphFn compile_aot(std::shared_ptr<const graph::Graph> g, const AotOptions& options = {});
 

@@ -8,6 +8,7 @@
 #include <kiln/log.h>
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -20,11 +21,7 @@ namespace {
 
 std::atomic<double> g_budget{0.0};
 
-struct Plan {
-  Joint joint;
-  Partition part;
-  GraphFn forward, backward;  // the partition's graphs, compiled
-};
+using Plan = CompiledPlan;  // the partition's graphs, compiled, and the joint's signature
 
 // The graph compiler of the options, or the interpreter.
 GraphFn compile_with(const AotOptions& o, std::shared_ptr<const graph::Graph> g) {
@@ -75,12 +72,16 @@ std::string describe(const Partition& p) {
 
 class Runtime {
  public:
-  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o) : options_(o) {
-    functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*g)));
+  Runtime(std::shared_ptr<const graph::Graph> g, AotOptions o) : options_(o), graph_(std::move(g)) {
+    if (!options_.load_plan) functional();  // (its errors at compile time, unless a cache may spare the work)
   }
   GraphFn& inference() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!inference_) inference_ = compile_with(options_, functional_);
+    if (inference_) return inference_;
+    if (options_.load_plan)
+      if (auto cached = options_.load_plan(std::vector<bool>(graph_->inputs().size(), false))) return inference_ = cached->forward;
+    inference_ = compile_with(options_, functional());
+    if (options_.built_plan) options_.built_plan(std::vector<bool>(graph_->inputs().size(), false), Signature(), functional_.get(), nullptr);
     return inference_;
   }
 
@@ -93,7 +94,7 @@ class Runtime {
       return inference()(inputs);
     }
     std::shared_ptr<const Plan> plan = plan_for(needs);
-    const Joint& j = plan->joint;
+    const Signature& j = plan->sig;
     std::vector<Tensor> outs;
     {
       NoGradGuard no_grad;
@@ -113,12 +114,12 @@ class Runtime {
     node->saved.assign(outs.begin() + long(first_saved), outs.end());
     for (const Tensor& t : node->saved) node->saved_versions.push_back(t.impl()->storage->version);
     for (size_t i : j.grad_inputs) node->next.push_back(autograd::gradient_edge(inputs[i]));
-    node->tangent_specs.resize(j.num_tangents());
-    node->num_outputs = j.num_tangents();
+    node->tangent_specs.resize(j.num_tangents);
+    node->num_outputs = j.num_tangents;
     node->pre_hooks.resize(node->num_outputs);
     node->seq = autograd::next_sequence_nr();
     outs.resize(j.num_outputs);
-    std::vector<bool> attached(j.num_tangents(), false);
+    std::vector<bool> attached(j.num_tangents, false);
     for (size_t i = 0; i < outs.size(); ++i) {
       const int t = j.output_tangent[i];
       if (t < 0 || attached[size_t(t)]) continue;
@@ -136,21 +137,36 @@ class Runtime {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = plans_.find(needs);
     if (it != plans_.end()) return it->second;
+    if (options_.load_plan)
+      if (auto cached = options_.load_plan(needs)) return plans_[needs] = cached;
     auto plan = std::make_shared<Plan>();
-    plan->joint = build_joint(*functional_, needs);
-    KILN_LOG(aot) << "joint graph (" << plan->joint.num_primals << " primals, " << plan->joint.num_tangents()
-                  << " tangents):\n" << graph::print(*plan->joint.graph);
+    const Joint joint = build_joint(*functional(), needs);
+    KILN_LOG(aot) << "joint graph (" << joint.num_primals << " primals, " << joint.num_tangents()
+                  << " tangents):\n" << graph::print(*joint.graph);
     PartitionOptions po = options_.partition;
     if (options_.use_global_budget) po.activation_memory_budget = activation_memory_budget();
-    plan->part = partition(plan->joint, po);
-    KILN_LOG(aot) << describe(plan->part);
-    plan->forward = compile_with(options_, plan->part.forward);
-    plan->backward = compile_with(options_, plan->part.backward);
+    const Partition part = partition(joint, po);
+    KILN_LOG(aot) << describe(part);
+    plan->sig = signature(joint);
+    plan->forward = compile_with(options_, part.forward);
+    plan->backward = compile_with(options_, part.backward);
+    if (options_.built_plan) options_.built_plan(needs, plan->sig, part.forward.get(), part.backward.get());
     plans_[needs] = plan;
     return plan;
   }
 
+  // The decomposed, functional graph (made at the first need).
+  const std::shared_ptr<graph::Graph>& functional() {
+    if (functional_) return functional_;
+    const auto t0 = std::chrono::steady_clock::now();
+    functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*graph_)));
+    KILN_LOG(perf) << "aot: decomposed and functionalized in "
+                   << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+    return functional_;
+  }
+
   AotOptions options_;
+  std::shared_ptr<const graph::Graph> graph_;  // as captured
   std::shared_ptr<graph::Graph> functional_;
   GraphFn inference_;  // functional_, compiled at the first call without gradients
   std::mutex mutex_;
@@ -164,6 +180,14 @@ void set_activation_memory_budget(double budget) {
   g_budget = budget;
 }
 double activation_memory_budget() { return g_budget; }
+
+Signature signature(const Joint& j) {
+  return Signature{.num_outputs = j.num_outputs,
+                   .num_tangents = j.num_tangents(),
+                   .mutated_inputs = j.mutated_inputs,
+                   .grad_inputs = j.grad_inputs,
+                   .output_tangent = j.output_tangent};
+}
 
 GraphFn compile_aot(std::shared_ptr<const graph::Graph> g, const AotOptions& options) {
   auto rt = std::make_shared<Runtime>(std::move(g), options);

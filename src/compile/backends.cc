@@ -3,8 +3,11 @@
 // generated kernels (src/inductor/), and programs add their own
 // (register_backend). Capture compiles its graphs with the backends found here, through the
 // lookup installed below (capture/hooks.h).
+#include <kiln/aot.h>
 #include <kiln/compile.h>
+#include <kiln/log.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -12,9 +15,82 @@
 #include "capture/hooks.h"
 #include "graph/graph.h"
 #include "inductor/inductor.h"
+#include "inductor/plan_cache.h"
+#include "runtime/cache.h"
 
 namespace kiln {  // (not kiln::compile: that is the name of compile())
 namespace {
+
+// The "inductor" backend's whole compiled graphs on disk (docs/cache.md): per captured graph and
+// requires-grad pattern an entry "inductor-graph/<key>.graph" holding the joint's signature and
+// the plan keys (inductor-plan entries) of the graphs AOT compiled for it. A warm process loads
+// those plans: no decomposition, functionalization, joint graph, partition, lowering or emission.
+struct GraphEntry {
+  aot::Signature sig;
+  std::string forward, backward;  // plan keys (backward empty: inference)
+};
+template <class A>
+void fields(A& a, GraphEntry& e) { a(e.sig, e.forward, e.backward); }
+
+constexpr const char* kGraphNamespace = "inductor-graph";
+
+aot::GraphFn compile_inductor(std::shared_ptr<const graph::Graph> g) {
+  aot::AotOptions o;
+  o.compile_graph = &inductor::compile_graph;
+  o.use_global_budget = true;
+  if (!runtime::cache::enabled()) return aot::compile_aot(std::move(g), o);
+  struct State {
+    std::string graph_key;  // the captured graph's plan key: its text, hints, this build, the compiler
+    std::mutex mu;
+    std::map<const graph::Graph*, std::string> plan_keys;  // of the graphs compiled for it
+  };
+  auto st = std::make_shared<State>();
+  const auto t0 = std::chrono::steady_clock::now();
+  st->graph_key = inductor::plan_key(*g);
+  KILN_LOG(perf) << "inductor: keyed the captured graph (" << g->nodes().size() << " nodes) in "
+                 << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+  // The entry of a requires-grad pattern (and the partition's budget, which shapes the graphs).
+  auto entry = [st](const std::vector<bool>& needs) {
+    std::string bits;
+    for (bool b : needs) bits += b ? '1' : '0';
+    return runtime::cache::hash({"inductor-graph 1", st->graph_key, bits, std::to_string(aot::activation_memory_budget())}) +
+           ".graph";
+  };
+  o.compile_graph = [st](std::shared_ptr<const graph::Graph> part) {
+    std::string key;
+    const graph::Graph* at = part.get();
+    aot::GraphFn f = inductor::compile_graph_keyed(std::move(part), &key);
+    std::lock_guard<std::mutex> lock(st->mu);
+    st->plan_keys[at] = key;
+    return f;
+  };
+  o.load_plan = [entry](const std::vector<bool>& needs) -> std::shared_ptr<const aot::CompiledPlan> {
+    const auto t0 = std::chrono::steady_clock::now();
+    GraphEntry e;
+    if (!inductor::plan_cache::load(kGraphNamespace, entry(needs), [&](inductor::plan_cache::Reader& r) { r(e); })) return nullptr;
+    auto plan = std::make_shared<aot::CompiledPlan>();
+    plan->sig = e.sig;
+    plan->forward = inductor::load_graph(e.forward);
+    if (!e.backward.empty()) plan->backward = inductor::load_graph(e.backward);
+    if (!plan->forward || (!e.backward.empty() && !plan->backward)) return nullptr;  // a plan gone: AOT rebuilds
+    KILN_LOG(perf) << "aot: compiled graphs loaded from the cache in "
+                   << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+    return plan;
+  };
+  o.built_plan = [st, entry](const std::vector<bool>& needs, const aot::Signature& sig, const graph::Graph* forward,
+                             const graph::Graph* backward) {
+    GraphEntry e;
+    e.sig = sig;
+    {
+      std::lock_guard<std::mutex> lock(st->mu);
+      e.forward = st->plan_keys[forward];
+      if (backward) e.backward = st->plan_keys[backward];
+    }
+    if (e.forward.empty() || (backward && e.backward.empty())) return;  // (the cache went off meanwhile)
+    inductor::plan_cache::store(kGraphNamespace, entry(needs), [&](inductor::plan_cache::Writer& w) { w(e); });
+  };
+  return aot::compile_aot(std::move(g), o);
+}
 
 std::mutex g_backends_mutex;
 std::map<std::string, Backend>& backends() {
@@ -24,13 +100,13 @@ std::map<std::string, Backend>& backends() {
        }},
       // The partition's memory budget is read from aot::set_activation_memory_budget per plan.
       {"aot_eager", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-         return aot::compile_aot(std::move(g), aot::AotOptions{.partition = {}, .compile_graph = {}, .use_global_budget = true});
+         aot::AotOptions o;
+         o.use_global_budget = true;
+         return aot::compile_aot(std::move(g), o);
        }},
-      // AOT autograd with every graph it runs compiled by inductor (docs/compiler.md).
-      {"inductor", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph {
-         return aot::compile_aot(std::move(g), aot::AotOptions{
-                                                   .partition = {}, .compile_graph = &inductor::compile_graph, .use_global_budget = true});
-       }}};
+      // AOT autograd with every graph it runs compiled by inductor (docs/compiler.md), through
+      // the disk cache of whole compiled graphs.
+      {"inductor", [](std::shared_ptr<const graph::Graph> g) -> CompiledGraph { return compile_inductor(std::move(g)); }}};
   return b;
 }
 

@@ -19,8 +19,15 @@ using GraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 // Compiles a prims graph into a function of its inputs. Logs (KILN_LOGS): ir (the loop IR),
 // fusion (what was fused into each kernel), output_code (the generated kernels).
 GraphFn compile_graph(std::shared_ptr<const graph::Graph> g);
+// The same through the plan cache (docs/cache.md), naming the entry that holds the graph's plan
+// (empty when the cache is off), and a later process's way back to it: the compiled graph the
+// cache holds under plan_key, or an empty function (a miss).
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key);
+GraphFn load_graph(const std::string& plan_key);
+// The plan cache's key of a graph (plan.cc).
+std::string plan_key(const graph::Graph& g);
 
-// What compile_graph made, for tests, tools and the kernels goldens.
+// What compile_graph made, for tests, tools and the kernels goldens (always built: no plan cache).
 struct Compiled {
   std::vector<std::string> kernels;  // each kernel's tile IR, in launch order
   std::string source;           // the C++ translation unit

@@ -18,9 +18,20 @@
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
+#include "inductor/plan_cache.h"
+#include "runtime/cache.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
+
+// What the plan cache keeps of the loop IR's structs (plan_cache.h): every field, one line each.
+template <class A>
+void fields(A& a, Buffer& b) { a(b.name, b.kind, b.dtype, b.sizes, b.strides, b.offset, b.input, b.literal, b.producer); }
+template <class A>
+void fields(A& a, KernelArg& k) { a(k.buffer, k.size); }
+template <class A>
+void fields(A& a, InPlace& p) { a(p.into, p.skip, p.count); }
+
 namespace {
 
 using SymEnv = std::map<std::string, int64_t>;
@@ -97,22 +108,52 @@ struct Step {
   int kernel = -1;                   // launches: index into kernels
   std::vector<KernelArg> args;       // launches
   ExprPtr grid;                      // launches
-  std::vector<const graph::Value*> in_values;  // externs: per tensor argument, its value...
   std::vector<int> release;          // buffers dead after this step
-  // What a launch evaluates per call (prepare_run): the grid, and each size argument.
+  // Run side (prepare_run): an extern's tensor arguments (its value per Node::inputs entry...);
+  // what a launch evaluates per call: the grid, and each size argument.
+  std::vector<const graph::Value*> in_values;
   Size grid_size;
   std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
+template <class A>
+void fields(A& a, Step& s) { a(s.node, s.kernel, s.args, s.grid, s.release); }
+
+// A node as the run side sees it: the plan cache keeps these fields of the loop IR's Node (the
+// bodies and ranges are the build side's) and the extern's graph node by its position.
+struct RunNode {
+  NodeKind kind = NodeKind::Pointwise;
+  std::string name, extern_op;
+  std::vector<int> outputs, inputs;
+  int64_t call = -1;  // index in the graph's node list
+};
+template <class A>
+void fields(A& a, RunNode& n) { a(n.kind, n.name, n.extern_op, n.outputs, n.inputs, n.call); }
+
+// A built plan as the cache stores it: the graph as text (externs run its nodes), the buffers,
+// nodes, outputs and steps, and the kernel group (no IR text: it is most of a plan's bytes and
+// no call reads it).
+struct PlanImage {
+  std::string graph;
+  std::vector<Buffer> buffers;
+  std::vector<RunNode> nodes;
+  std::vector<int> outputs;
+  std::vector<Step> steps;
+  InPlace in_place;
+  std::optional<tile::cpu::GroupImage> group;
+};
+template <class A>
+void fields(A& a, PlanImage& p) { a(p.graph, p.buffers, p.nodes, p.outputs, p.steps, p.in_place, p.group); }
 
 // Kernel groups compiled in this process, by their tile IR, so a graph compiled again (a
-// recompile, another test) reuses the kernels it already has (or is compiling).
-tile::cpu::PendingGroup compile_cached(std::vector<tile::Program> programs, const std::string& ir) {
+// recompile, another test) reuses the kernels it already has (or is compiling); `start` starts
+// one that is not there.
+tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::function<tile::cpu::PendingGroup()>& start) {
   static std::mutex mu;
   static std::map<std::string, tile::cpu::PendingGroup> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto it = cache.find(ir);
   if (it != cache.end()) return it->second;
-  return cache[ir] = tile::cpu::compile_group_async(std::move(programs), "default", ir);
+  return cache[ir] = start();
 }
 
 // The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
@@ -137,6 +178,8 @@ class Plan {
  public:
   // (The in-place write-backs first: they rewrite kernels that recompute a written-back value.)
   explicit Plan(Program p) : p_(std::move(p)), in_place_(in_place_writes(p_)) {}
+  // A loaded plan (load()): its write-backs as the built one decided them.
+  Plan(Program p, InPlace in_place) : p_(std::move(p)), in_place_(std::move(in_place)) {}
 
   // Emits the kernels and starts compiling them (in the background: a caller compiling several
   // graphs, as AOT's forward and backward, gets their compilers run at once).
@@ -149,9 +192,7 @@ class Plan {
       const Node& n = p_.nodes[i];
       Step s;
       s.node = int(i);
-      if (n.kind == NodeKind::Extern) {
-        for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
-      } else {
+      if (n.kind != NodeKind::Extern) {
         GeneratedKernel k = emit_tile(p_, n);
         s.kernel = int(programs.size());
         s.args = k.args;
@@ -166,7 +207,7 @@ class Plan {
       std::string ir;
       for (const std::string& k : c.kernels) ir += k;
       const size_t count = programs.size();
-      pending_ = compile_cached(std::move(programs), ir);
+      pending_ = compile_cached(ir, [&] { return tile::cpu::compile_group_async(std::move(programs), "default", ir); });
       for (const std::string& tu : pending_.sources()) c.source += tu;
       KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
                             << " translation unit(s)\n" << c.source;
@@ -176,11 +217,58 @@ class Plan {
     return c;
   }
 
+  // The built plan as the cache keeps it (after build()).
+  PlanImage image() const {
+    PlanImage im;
+    im.graph = graph::print(*p_.graph);
+    im.buffers = p_.buffers;
+    std::map<const graph::Node*, int64_t> position;
+    for (const graph::Node* n : p_.graph->nodes()) position.emplace(n, int64_t(position.size()));
+    for (const Node& n : p_.nodes)
+      im.nodes.push_back({n.kind, n.name, n.extern_op, n.outputs, n.inputs, n.call ? position.at(n.call) : -1});
+    im.outputs = p_.outputs;
+    im.steps = steps_;
+    im.in_place = in_place_;
+    if (pending_.valid()) im.group = pending_.image();
+    return im;
+  }
+
+  // A plan from its image (the graph parsed, the kernels' objects loaded from the disk cache or
+  // compiled again), as build() leaves it; `key`: its entry's, which names its kernel group.
+  static std::shared_ptr<Plan> load(PlanImage im, const std::string& key) {
+    Program p;
+    const Timer timer;
+    p.graph = std::make_shared<const graph::Graph>(graph::parse(im.graph));
+    KILN_LOG(perf) << "inductor: parsed the plan's graph in " << timer.ms();
+    std::vector<const graph::Node*> nodes;
+    for (const graph::Node* n : p.graph->nodes()) nodes.push_back(n);
+    p.buffers = std::move(im.buffers);
+    for (RunNode& rn : im.nodes) {
+      KILN_CHECK(rn.call >= -1 && rn.call < int64_t(nodes.size()), "inductor plan: node ", rn.name, " runs graph node ",
+                 rn.call, " of ", nodes.size());
+      Node& n = p.nodes.emplace_back();
+      n.kind = rn.kind, n.name = std::move(rn.name), n.extern_op = std::move(rn.extern_op);
+      n.outputs = std::move(rn.outputs), n.inputs = std::move(rn.inputs);
+      n.call = rn.call >= 0 ? nodes[size_t(rn.call)] : nullptr;
+      KILN_CHECK(n.kind != NodeKind::Extern || n.call, "inductor plan: extern ", n.name, " without its graph node");
+    }
+    p.outputs = std::move(im.outputs);
+    auto plan = std::make_shared<Plan>(std::move(p), std::move(im.in_place));
+    plan->steps_ = std::move(im.steps);
+    if (im.group)
+      plan->pending_ = compile_cached("plan " + key, [&] { return tile::cpu::load_group(std::move(*im.group)); });
+    plan->check();
+    return plan;
+  }
+
   // The run side's view of the built plan: every size known ahead of a call computed once.
   void prepare_run() {
     for (const Buffer& b : p_.buffers) layouts_.push_back(layout_of(b));
     KILN_LOG(fusion) << "inductor: " << in_place_.count << " copy_ into an input stored in place by its kernel";
     for (Step& s : steps_) {
+      const Node& n = p_.nodes[size_t(s.node)];
+      if (n.kind == NodeKind::Extern)
+        for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
       if (s.kernel < 0) continue;
       s.grid_size = size_of(s.grid);
       for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.buffer >= 0 ? Size() : size_of(a.size));
@@ -280,6 +368,33 @@ class Plan {
   const Program& program() const { return p_; }
 
  private:
+  // A loaded plan's indices in range (an entry that checks out but is not this build's plan).
+  void check() const {
+    const auto buffer_ok = [&](int b) { return b >= 0 && size_t(b) < p_.buffers.size(); };
+    const size_t kernels = pending_.valid() ? pending_.image().kernels.size() : 0;
+    const auto none_or_buffer = [&](int b) { return b == -1 || buffer_ok(b); };
+    bool ok = std::all_of(p_.outputs.begin(), p_.outputs.end(), buffer_ok) && in_place_.into.size() == p_.buffers.size() &&
+              in_place_.skip.size() == p_.nodes.size() &&
+              std::all_of(in_place_.into.begin(), in_place_.into.end(), none_or_buffer) &&
+              std::all_of(in_place_.skip.begin(), in_place_.skip.end(), none_or_buffer);
+    for (const Buffer& b : p_.buffers) ok = ok && (b.kind != BufferKind::Input || (b.input >= 0 && size_t(b.input) < p_.graph->inputs().size()));
+    for (const Node& n : p_.nodes) {
+      ok = ok && std::all_of(n.outputs.begin(), n.outputs.end(), buffer_ok) && std::all_of(n.inputs.begin(), n.inputs.end(), buffer_ok);
+      if (n.call) ok = ok && n.inputs.size() == n.call->inputs().size();
+    }
+    for (const Step& s : steps_) {
+      ok = ok && s.node >= 0 && size_t(s.node) < p_.nodes.size() && s.kernel < int(kernels) &&
+           std::all_of(s.release.begin(), s.release.end(), buffer_ok);
+      if (ok && s.kernel >= 0) {
+        ok = s.grid && s.args.size() == pending_.image().kernels[size_t(s.kernel)].params.size();
+        for (const KernelArg& a : s.args) ok = ok && (a.buffer >= 0 ? buffer_ok(a.buffer) : bool(a.size));
+      } else if (ok) {
+        ok = p_.nodes[size_t(s.node)].kind == NodeKind::Extern;
+      }
+    }
+    KILN_CHECK(ok, "inductor plan: an index out of range");
+  }
+
   Program p_;
   std::vector<Step> steps_;
   tile::cpu::PendingGroup pending_;
@@ -298,11 +413,42 @@ class Plan {
 
 }  // namespace
 
-Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
+// The plan cache's key of a graph: what the plan depends on. The graph's text (ops, args,
+// constants, the inputs' dtypes, sizes, strides and symbols) and the symbols' hints (block
+// sizes follow them), this build of kiln (its lowering and fusion) and what keys the kernels'
+// objects (compiler, flags, CPU, version) with the compile jobs (the group's split).
+std::string plan_key(const graph::Graph& g) {
+  std::string hints;
+  for (const graph::Value* v : g.inputs())
+    for (const SymInt& s : v->spec.sizes)
+      if (s.is_symbolic()) hints += sym::str(s.expr()) + "=" + std::to_string(s.hint()) + " ";
+  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, runtime::cache::build_id(),
+                               tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
+}
+
+namespace {
+
+constexpr const char* kPlanNamespace = "inductor-plan";
+
+// The plan the cache holds under `key`, loaded (its kernels loading); false on a miss.
+bool load_plan(const std::string& key, std::shared_ptr<Plan>& plan) {
   const Timer timer;
-  auto plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
-  KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
-  Compiled c = plan->build();
+  PlanImage image;
+  std::string parts;  // the perf log's breakdown
+  const bool hit = plan_cache::load(kPlanNamespace, key + ".plan", [&](plan_cache::Reader& r) {
+    parts = "read " + timer.ms();
+    const Timer fields;
+    r(image);
+    parts += ", decoded " + fields.ms();
+    const Timer rebuild;
+    plan = Plan::load(std::move(image), key);
+    parts += ", rebuilt " + rebuild.ms();
+  });
+  if (hit) KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  return hit;
+}
+
+Compiled finish(std::shared_ptr<Plan> plan, Compiled c) {
   plan->prepare_run();
   c.run = [plan](const std::vector<Tensor>& inputs) {
     plan->await_kernels();
@@ -311,6 +457,33 @@ Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) {
   return c;
 }
 
-GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_graph_verbose(std::move(g)).run; }
+// cached: through the plan cache (compile_graph_verbose builds, to show what it generates).
+Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, bool cached = true) {
+  const std::string key = cached && runtime::cache::enabled() ? inductor::plan_key(*g) : std::string();
+  if (plan_key) *plan_key = key;
+  Compiled c;
+  std::shared_ptr<Plan> plan;
+  if (!key.empty() && load_plan(key, plan)) return finish(std::move(plan), std::move(c));
+  const Timer timer;
+  plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
+  KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
+  c = plan->build();
+  if (!key.empty()) plan_cache::store(kPlanNamespace, key + ".plan", [&](plan_cache::Writer& w) { w(plan->image()); });
+  return finish(std::move(plan), std::move(c));
+}
+
+}  // namespace
+
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr, false); }
+
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr).run; }
+
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key) { return compile_keyed(std::move(g), plan_key).run; }
+
+GraphFn load_graph(const std::string& plan_key) {
+  std::shared_ptr<Plan> plan;
+  if (plan_key.empty() || !load_plan(plan_key, plan)) return {};
+  return finish(std::move(plan), Compiled()).run;
+}
 
 }  // namespace kiln::inductor

@@ -1,6 +1,7 @@
 // The disk cache (cache.h, docs/cache.md).
 #include "runtime/cache.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -206,6 +207,18 @@ std::string hash(std::initializer_list<std::string_view> parts) {
 }
 
 const char* kiln_version() { return KILN_VERSION; }
+
+const std::string& build_id() {
+  static const std::string id = [] {
+    Dl_info info{};
+    struct stat st{};
+    if (!dladdr(reinterpret_cast<void*>(&kiln_version), &info) || !info.dli_fname || stat(info.dli_fname, &st) != 0)
+      return std::string("unknown build");  // (then kiln_version() alone keys the entries)
+    return std::string(info.dli_fname) + " " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+           std::to_string(st.st_mtim.tv_nsec);
+  }();
+  return id;
+}
 
 Stats stats() { return {g_hits.load(), g_misses.load(), g_corrupt.load(), g_writes.load()}; }
 

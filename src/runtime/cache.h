@@ -46,6 +46,11 @@ std::string hash(std::initializer_list<std::string_view> parts);
 
 // kiln's version, part of every key (a new kiln never reads an old kiln's objects).
 const char* kiln_version();
+// This build of kiln: the file its code was loaded from (libkiln.so or the program), its size and
+// modification time. Part of the keys of what kiln's own code produces (inductor's plans), which
+// a rebuild with the same version may change; an object compiled from generated source needs
+// only the version.
+const std::string& build_id();
 
 // What this process did with the cache since it started (tests and logs).
 struct Stats {

@@ -47,7 +47,8 @@ struct Kernel::Data {
   std::vector<ParamSig> params;
   Meta meta;
   std::string ir;
-  std::string source;
+  std::shared_ptr<const GroupImage> group;  // its translation unit: group->sources[part] (shared, not copied per kernel)
+  size_t part = 0;
   std::shared_ptr<Library> lib;
   EntryFn entry = nullptr;
 };
@@ -56,7 +57,7 @@ const std::string& Kernel::name() const { return d_->name; }
 const std::vector<ParamSig>& Kernel::params() const { return d_->params; }
 const Meta& Kernel::meta() const { return d_->meta; }
 const std::string& Kernel::ir() const { return d_->ir; }
-const std::string& Kernel::source() const { return d_->source; }
+const std::string& Kernel::source() const { return d_->group->sources[d_->part]; }
 const Library& Kernel::library() const { return *d_->lib; }
 
 void Kernel::launch(const Grid& grid, std::span<const Arg> args) const {
@@ -243,38 +244,57 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
     }
   }
   // The passes change no parameter or meta-parameter (a hit takes them from the programs as given).
-  const Layout l = cached ? std::move(*cached) : layout(programs, passes);
+  Layout l = cached ? std::move(*cached) : layout(programs, passes);
   if (keep && !cached) runtime::cache::put(kGroupNamespace, entry, l.serialize());
-  auto sources = std::make_shared<std::vector<std::string>>(l.sources);
-  std::vector<std::shared_ptr<Kernel::Data>> data;
-  std::vector<std::string> symbols;
+  GroupImage image;
+  image.stems = l.stems;
+  image.sources = std::move(l.sources);
   for (size_t i = 0; i < programs.size(); ++i) {
     const Program& p = programs[i];
+    GroupImage::Entry& e = image.kernels.emplace_back();
+    e.name = p.name;
+    e.symbol = entry_name(p);
+    for (const Param& prm : p.params) e.params.push_back({prm.name, prm.kind, prm.value->type.dtype});
+    e.meta = p.meta;
+    e.part = l.part_of[i];
+  }
+  return load_group(std::move(image), std::move(l.ir));
+}
+
+PendingGroup load_group(GroupImage image, std::vector<std::string> ir) {
+  KILN_CHECK(!image.sources.empty() && image.stems.size() == image.sources.size() && !image.kernels.empty(),
+             "tile: load_group of an image without translation units or kernels");
+  auto img = std::make_shared<const GroupImage>(std::move(image));
+  std::vector<std::shared_ptr<Kernel::Data>> data;
+  for (const GroupImage::Entry& e : img->kernels) {
+    KILN_CHECK(e.part < img->sources.size(), "tile: load_group: kernel ", e.name, " is in unit ", e.part, " of ",
+               img->sources.size());
     auto d = std::make_shared<Kernel::Data>();
-    d->name = p.name;
-    for (const Param& prm : p.params) d->params.push_back({prm.name, prm.kind, prm.value->type.dtype});
-    d->meta = p.meta;
-    d->ir = l.ir[i];
-    d->source = l.sources[l.part_of[i]];
-    symbols.push_back(entry_name(p));
+    d->name = e.name;
+    d->params = e.params;
+    d->meta = e.meta;
+    if (data.size() < ir.size()) d->ir = std::move(ir[data.size()]);
+    d->group = img;
+    d->part = e.part;
     data.push_back(std::move(d));
   }
   work_dir();  // made now, so it outlives the compile threads' use of it (cc.cc)
   PendingGroup g;
-  g.sources_ = sources;
+  g.image_ = img;
+  g.sources_ = std::shared_ptr<const std::vector<std::string>>(img, &img->sources);
   // One thread per part beyond the first (the compile slots bound how many compilers run); the
   // first part compiles on the group's own thread.
-  g.kernels_ = std::async(std::launch::async, [sources, stems = l.stems, data = std::move(data), symbols = std::move(symbols),
-                                               part_of = l.part_of] {
+  g.kernels_ = std::async(std::launch::async, [img, data = std::move(data)] {
+                 const std::vector<std::string>& sources = img->sources;
                  std::vector<std::future<std::shared_ptr<Library>>> rest;
-                 for (size_t k = 1; k < sources->size(); ++k)
-                   rest.push_back(std::async(std::launch::async, [&, k] { return compile_source((*sources)[k], stems[k]); }));
-                 std::vector<std::shared_ptr<Library>> libs = {compile_source((*sources)[0], stems[0])};
+                 for (size_t k = 1; k < sources.size(); ++k)
+                   rest.push_back(std::async(std::launch::async, [&, k] { return compile_source(sources[k], img->stems[k]); }));
+                 std::vector<std::shared_ptr<Library>> libs = {compile_source(sources[0], img->stems[0])};
                  for (auto& f : rest) libs.push_back(f.get());
                  std::vector<Kernel> out;
                  for (size_t i = 0; i < data.size(); ++i) {
-                   data[i]->lib = libs[part_of[i]];
-                   data[i]->entry = reinterpret_cast<EntryFn>(data[i]->lib->symbol(symbols[i]));
+                   data[i]->lib = libs[img->kernels[i].part];
+                   data[i]->entry = reinterpret_cast<EntryFn>(data[i]->lib->symbol(img->kernels[i].symbol));
                    Kernel k;
                    k.d_ = data[i];
                    out.push_back(std::move(k));

@@ -51,13 +51,14 @@ struct ParamSig {
 };
 
 class PendingGroup;
+struct GroupImage;
 
 class Kernel {
  public:
   const std::string& name() const;
   const std::vector<ParamSig>& params() const;
   const Meta& meta() const;
-  const std::string& ir() const;      // the program as compiled (after its passes), as text
+  const std::string& ir() const;      // the program as compiled (after its passes), as text (empty: load_group)
   const std::string& source() const;  // the translation unit it was compiled in
   const Library& library() const;
 
@@ -72,9 +73,30 @@ class Kernel {
 
  private:
   struct Data;
-  friend PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes, std::string printed);
+  friend PendingGroup load_group(GroupImage image, std::vector<std::string> ir);
   std::shared_ptr<const Data> d_;
 };
+
+// A group short of its objects: per translation unit its file stem and C, per kernel its
+// signature, entry symbol and unit (not its IR: Kernel::ir() of a loaded group is empty). What a whole compiled graph keeps on
+// disk (inductor's plan cache) to start its compilers again without the passes or the emitter.
+// `fields` lists every member once for a reader and a writer (inductor/plan_cache.h).
+struct GroupImage {
+  struct Entry {
+    std::string name, symbol;
+    std::vector<ParamSig> params;
+    Meta meta;
+    size_t part = 0;
+  };
+  std::vector<std::string> stems, sources;  // per translation unit
+  std::vector<Entry> kernels;
+};
+template <class A>
+void fields(A& a, ParamSig& p) { a(p.name, p.kind, p.dtype); }
+template <class A>
+void fields(A& a, GroupImage::Entry& e) { a(e.name, e.symbol, e.params, e.meta, e.part); }
+template <class A>
+void fields(A& a, GroupImage& g) { a(g.stems, g.sources, g.kernels); }
 
 // A group being compiled in the background (compile_group_async): its translation units are
 // ready at once, kernels() waits for the compilers and throws what compile_group would.
@@ -84,9 +106,11 @@ class PendingGroup {
   const std::vector<std::string>& sources() const { return *sources_; }  // the translation units
   const std::vector<Kernel>& kernels() const { return kernels_.get(); }   // waits; rethrows
   bool valid() const { return kernels_.valid(); }
+  const GroupImage& image() const { return *image_; }
 
  private:
-  friend PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes, std::string printed);
+  friend PendingGroup load_group(GroupImage image, std::vector<std::string> ir);
+  std::shared_ptr<const GroupImage> image_;
   std::shared_ptr<const std::vector<std::string>> sources_;
   std::shared_future<std::vector<Kernel>> kernels_;
 };
@@ -102,5 +126,14 @@ std::vector<Kernel> compile_group(std::vector<Program> programs, const std::stri
 // work meanwhile. Verification and the passes run before it returns (their errors throw here).
 // `printed`: the programs' text (print() of each, concatenated) when the caller has it already.
 PendingGroup compile_group_async(std::vector<Program> programs, const std::string& passes = "default", std::string printed = {});
+// Starts the compilers of a group as compile_group_async made it (its image()), each unit
+// through the disk cache; `ir`: per kernel its IR after the passes, where the caller has it
+// (Kernel::ir()). A kiln::Error when the image is not self-consistent.
+PendingGroup load_group(GroupImage image, std::vector<std::string> ir = {});
 
 }  // namespace kiln::tile::cpu
+
+namespace kiln::tile {
+template <class A>
+void fields(A& a, Meta& m) { a(m.constexprs, m.num_warps, m.num_stages); }
+}  // namespace kiln::tile

@@ -1,6 +1,7 @@
-// Inductor's kernels and the disk cache: a second process runs no compiler; processes compiling
-// the same graph at once all get correct kernels and leave valid entries; a corrupt group entry
-// is rebuilt. The processes are this test binary run again (InductorDiskCache.Child does the work when
+// Inductor's kernels, plans and whole compiled graphs and the disk cache: a second process runs
+// no compiler and loads the compiled graphs (no AOT pass, lowering, fusion or emission);
+// processes compiling the same graph at once all get correct kernels and leave valid entries; a
+// corrupt group, plan or graph entry is rebuilt. The processes are this test binary run again (InductorDiskCache.Child does the work when
 // KILN_TEST_INDUCTOR_CACHE_CHILD is set), with KILN_CXX a script that counts the compiles.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -67,15 +68,73 @@ class InductorDiskCacheTest : public test::CacheChildTest {
   }
 };
 
+// How often `what` occurs in `text`.
+int count(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 TEST_F(InductorDiskCacheTest, AWarmProcessCompilesNothing) {
-  child("cold.log");
+  const std::string cold_log = child("cold.log");
   const int cold = lines(root_ + "/compiles");
   EXPECT_GE(cold, 2) << "a forward and a backward graph";
   EXPECT_GE(entries("tile-group").size(), 2u);
+  EXPECT_EQ(entries("inductor-plan").size(), 2u) << cold_log;
+  EXPECT_EQ(entries("inductor-graph").size(), 1u) << cold_log;
+  EXPECT_EQ(count(cold_log, "[kiln:perf] aot: decomposed and functionalized"), 1) << cold_log;
+  EXPECT_EQ(count(cold_log, "[kiln:perf] inductor: lowered and scheduled"), 2) << cold_log;
   const std::string warm = child("warm.log");
-  EXPECT_NE(warm.find("[kiln:cache] hit " + root_ + "/cache/tile-group/"), std::string::npos) << warm;
+  // The graph and both its plans loaded: nothing of AOT, no lowering, fusion, tile passes or
+  // emission, and no compiler.
+  EXPECT_EQ(count(warm, "[kiln:perf] aot: compiled graphs loaded from the cache"), 1) << warm;
+  EXPECT_EQ(warm.find("decomposed and functionalized"), std::string::npos) << warm;
+  EXPECT_EQ(count(warm, "[kiln:cache] hit " + root_ + "/cache/inductor-plan/"), 2) << warm;
+  EXPECT_EQ(count(warm, "[kiln:perf] inductor: plan loaded from the cache"), 2) << warm;
+  EXPECT_EQ(warm.find("lowered and scheduled"), std::string::npos) << warm;
+  EXPECT_EQ(warm.find("kernel(s) emitted"), std::string::npos) << warm;
   EXPECT_EQ(warm.find("[kiln:cache] compiled"), std::string::npos) << warm;
   EXPECT_EQ(lines(root_ + "/compiles"), cold) << "the warm process ran the compiler";
+}
+
+TEST_F(InductorDiskCacheTest, ACorruptPlanEntryIsRebuilt) {
+  child("cold.log");
+  const int cold = lines(root_ + "/compiles");
+  std::vector<fs::path> plans = entries("inductor-plan");
+  ASSERT_EQ(plans.size(), 2u);
+  fs::resize_file(plans[0], fs::file_size(plans[0]) - 40);  // the trailer and the plan's end
+  const std::string again = child("again.log");
+  EXPECT_NE(again.find("[kiln:cache] corrupt entry " + plans[0].string()), std::string::npos) << again;
+  EXPECT_EQ(count(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
+  EXPECT_NE(again.find("[kiln:cache] wrote " + plans[0].string()), std::string::npos) << again;
+  EXPECT_EQ(lines(root_ + "/compiles"), cold) << again;
+}
+
+TEST_F(InductorDiskCacheTest, ACorruptGraphEntryIsRebuiltFromThePlans) {
+  child("cold.log");
+  std::vector<fs::path> graphs = entries("inductor-graph");
+  ASSERT_EQ(graphs.size(), 1u);
+  fs::resize_file(graphs[0], fs::file_size(graphs[0]) - 1);
+  const std::string again = child("again.log");
+  EXPECT_NE(again.find("[kiln:cache] corrupt entry " + graphs[0].string()), std::string::npos) << again;
+  EXPECT_EQ(count(again, "[kiln:perf] aot: decomposed and functionalized"), 1) << again;
+  EXPECT_EQ(count(again, "[kiln:perf] inductor: plan loaded from the cache"), 2) << again;
+  EXPECT_EQ(again.find("lowered and scheduled"), std::string::npos) << again;
+  EXPECT_NE(again.find("[kiln:cache] wrote " + graphs[0].string()), std::string::npos) << again;
+}
+
+TEST_F(InductorDiskCacheTest, APlanEntryThatChecksOutButDoesNotParseIsRebuilt) {
+  child("cold.log");
+  std::vector<fs::path> plans = entries("inductor-plan");
+  ASSERT_EQ(plans.size(), 2u);
+  // A valid entry (trailer and checksum right) whose payload is not a plan of this format.
+  setenv("KILN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
+  ASSERT_TRUE(runtime::cache::put("inductor-plan", plans[1].filename().string(), "kiln-inductor-plan 1\n7 garbage"));
+  unsetenv("KILN_CACHE_DIR");
+  const std::string again = child("again.log");
+  EXPECT_NE(again.find("[kiln:cache] the cached plan " + plans[1].filename().string() + " does not parse"), std::string::npos)
+      << again;
+  EXPECT_EQ(count(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
 }
 
 TEST_F(InductorDiskCacheTest, ProcessesCompilingTheSameGraphAtOnceLeaveValidEntries) {
@@ -89,7 +148,7 @@ TEST_F(InductorDiskCacheTest, ProcessesCompilingTheSameGraphAtOnceLeaveValidEntr
   }
   // Every entry checks out (trailer, length, checksum), and a fifth process compiles nothing.
   setenv("KILN_CACHE_DIR", (root_ + "/cache").c_str(), 1);
-  for (const char* ns : {"tile-group", "tile-cpu"})
+  for (const char* ns : {"tile-group", "tile-cpu", "inductor-plan", "inductor-graph"})
     for (const fs::path& p : entries(ns)) EXPECT_TRUE(runtime::cache::get(ns, p.filename().string())) << p;
   unsetenv("KILN_CACHE_DIR");
   const int before = lines(root_ + "/compiles");
@@ -103,6 +162,7 @@ TEST_F(InductorDiskCacheTest, ACorruptGroupEntryIsRebuilt) {
   std::vector<fs::path> groups = entries("tile-group");
   ASSERT_FALSE(groups.empty());
   fs::resize_file(groups[0], fs::file_size(groups[0]) / 2);
+  for (const fs::path& p : entries("inductor-plan")) fs::remove(p);  // (else the plans skip the groups)
   const std::string again = child("again.log");
   EXPECT_NE(again.find("[kiln:cache] corrupt entry " + groups[0].string()), std::string::npos) << again;
   // Rebuilt from the programs: the same translation units, whose objects the cache still has.

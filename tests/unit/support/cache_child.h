@@ -42,13 +42,13 @@ class CacheChildTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all(root_, ec);
   }
-  // The command running the child, its stdout and stderr (with KILN_LOGS=cache) to `log`.
+  // The command running the child, its stdout and stderr (with KILN_LOGS=cache,perf) to `log`.
   std::string command(const std::string& log) const {
     char self[4096];
     const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
     EXPECT_GT(n, 0);
     self[n > 0 ? n : 0] = 0;
-    return child_env_ + "=1 KILN_LOGS=cache KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" + root_ + "/cxx' '" + self +
+    return child_env_ + "=1 KILN_LOGS=cache,perf KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" + root_ + "/cxx' '" + self +
            "' --gtest_filter=" + child_test_ + " > '" + root_ + "/" + log + "' 2>&1";
   }
   // Runs the child to completion: its output.
