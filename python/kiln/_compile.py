@@ -175,11 +175,33 @@ def compile(fn=None, *, backend="inductor", dynamic=None, fullgraph=False, recom
             error_on_recompile_limit=False, mode=None):
     """Captures fn (a function or a kiln.nn.Module) as graphs guarded by what they assumed; usable as
     a decorator (@kiln.compile or @kiln.compile(backend=...)). See docs/compile.md."""
+    _check_mode(mode, backend)
     options = dict(backend=backend, dynamic=dynamic, fullgraph=fullgraph, recompile_limit=recompile_limit,
                    error_on_recompile_limit=error_on_recompile_limit)
     if fn is None:
         return lambda f: _compiled(f, options)
     return _compiled(fn, options)
+
+
+_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+_warned_modes = set()
+
+
+def _check_mode(mode, backend):
+    """torch.compile's modes: an unknown one is an error; "reduce-overhead" (CUDA graphs) is the
+    default mode on the CPU, as in torch; "max-autotune*" compile as the default mode today (the
+    inductor does not tune its own kernels yet) and say so once."""
+    if mode is None or mode == "default":
+        return
+    if mode not in _MODES:
+        raise RuntimeError(f"kiln.compile: unrecognized mode={mode!r}; the modes are {', '.join(_MODES)}")
+    if backend != "inductor":
+        raise RuntimeError(f"kiln.compile: mode={mode!r} is an option of backend 'inductor', not of {backend!r}")
+    if mode.startswith("max-autotune") and mode not in _warned_modes:
+        _warned_modes.add(mode)
+        import warnings
+        warnings.warn(f"kiln.compile: mode={mode!r} does not tune the generated kernels yet; compiling with the "
+                      "default mode (docs/compile.md, CompileOptions)", stacklevel=3)
 
 
 def _compiled(fn, options):

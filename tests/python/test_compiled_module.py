@@ -80,3 +80,16 @@ def test_hooks_and_explain():
     assert seen == [(2, 3)]
     assert c.explain().graph_count == 1
     assert kiln.compile(c)._orig_mod is net  # compiling a compiled module compiles the original
+
+
+def test_modes_as_torch():
+    f = lambda x: x * 2  # noqa: E731
+    x = kiln.ones(3)
+    assert (kiln.compile(f, mode="reduce-overhead")(x) == 2).all()
+    with pytest.warns(UserWarning, match="does not tune"):
+        kiln.compile(f, mode="max-autotune-no-cudagraphs")
+    for M in (torch, kiln):  # an unknown mode is an error in both
+        with pytest.raises(RuntimeError, match="mode"):
+            M.compile(f, mode="fastest")(M.ones(3))
+    with pytest.raises(RuntimeError, match="backend"):
+        kiln.compile(f, backend="eager", mode="max-autotune")
