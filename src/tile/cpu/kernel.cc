@@ -14,17 +14,8 @@
 #include "tile/passes/passes.h"
 
 namespace kiln::tile::cpu {
-namespace {
 
-// The generated code's kiln_tile_arg (emit_c.cc): one 8-byte slot per parameter.
-union RawArg {
-  void* p;
-  int64_t i;
-  double f;
-};
-using EntryFn = void (*)(const RawArg* args, const int64_t* grid);
-
-[[noreturn]] void fail(const std::string& kernel, const std::string& message, const std::string& hint = {}) {
+void launch_failure(const std::string& kernel, const std::string& message, const std::string& hint) {
   Error::Info info;
   info.op = "tile.launch";
   info.message = "kernel " + kernel + ": " + message;
@@ -38,6 +29,20 @@ std::string param_text(const ParamSig& p) {
     case ParamKind::Sym: return "sym";
     default: return short_name(p.dtype);
   }
+}
+
+namespace {
+
+// The generated code's kiln_tile_arg (emit_c.cc): one 8-byte slot per parameter.
+union RawArg {
+  void* p;
+  int64_t i;
+  double f;
+};
+using EntryFn = void (*)(const RawArg* args, const int64_t* grid);
+
+[[noreturn]] void fail(const std::string& kernel, const std::string& message, const std::string& hint = {}) {
+  launch_failure(kernel, message, hint);
 }
 
 }  // namespace

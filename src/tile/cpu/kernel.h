@@ -50,6 +50,11 @@ struct ParamSig {
   DType dtype;
 };
 
+// What a launcher's argument checks share with every backend's (the CUDA launcher too): a
+// parameter as its errors name it ("ptr<f32>", "sym", "i64") and the kiln::Error of a bad launch.
+std::string param_text(const ParamSig& p);
+[[noreturn]] void launch_failure(const std::string& kernel, const std::string& message, const std::string& hint = {});
+
 class PendingGroup;
 struct GroupImage;
 

@@ -13,20 +13,9 @@ namespace {
 namespace rc = runtime::cuda;
 
 [[noreturn]] void fail(const std::string& kernel, const std::string& message, const std::string& hint = {}) {
-  Error::Info info;
-  info.op = "tile.launch";
-  info.message = "kernel " + kernel + ": " + message;
-  info.hint = hint;
-  throw Error(std::move(info));
+  cpu::launch_failure(kernel, message, hint);
 }
-
-std::string param_text(const ParamSig& p) {
-  switch (p.kind) {
-    case ParamKind::Pointer: return std::string("ptr<") + short_name(p.dtype) + ">";
-    case ParamKind::Sym: return "sym";
-    default: return short_name(p.dtype);
-  }
-}
+using cpu::param_text;
 
 // One kernel parameter's value, as the entry point takes it (emit_cuda.cc: pointers, i32/i64,
 // f32/f64 by value).
