@@ -96,7 +96,7 @@ void compare_calls(F fn, C& compiled, Make make, int calls, Same same) {
 }
 
 // The same calls through the "inductor" backend, compared with eager within dtype tolerances
-// (run by check() for every corpus function compiled with the default backend).
+// (run by check() for every corpus function after the eager backend's bitwise pass).
 template <class F, class Make>
 void check_inductor(const std::string& name, F fn, Make make, int calls, int total, CompileOptions o) {
   SCOPED_TRACE(name + " (backend inductor)");
@@ -110,8 +110,10 @@ void check_inductor(const std::string& name, F fn, Make make, int calls, int tot
 // not leak from one run into the other). Every run is preceded by manual_seed(seed) so random
 // ops draw the same numbers eagerly and compiled.
 template <class F, class Make>
-ExplainReport check(const std::string& name, F fn, Make make, Expect e, int calls = 2, const CompileOptions& o = {}) {
+ExplainReport check(const std::string& name, F fn, Make make, Expect e, int calls = 2, const CompileOptions& given = {}) {
   SCOPED_TRACE(name);
+  CompileOptions o = given;
+  o.backend = "eager";  // first the eager backend, compared bitwise; then inductor (below)
   const uint64_t seed = kCorpusSeed;
   auto compiled = compile(fn, o);
   compare_calls(fn, compiled, make, calls, [](auto&&... a) { expect_bitwise(a...); });
@@ -127,7 +129,7 @@ ExplainReport check(const std::string& name, F fn, Make make, Expect e, int call
   ExplainReport x = std::apply([&](auto&... a) { return explain(fn, a...); }, args);
   EXPECT_EQ(x.graph_count, e.graphs) << describe(x);
   EXPECT_EQ(int(x.breaks.size()), e.breaks) << describe(x);
-  if (o.backend == "eager") check_inductor(name, fn, make, calls, total, o);
+  check_inductor(name, fn, make, calls, total, o);
   return r;
 }
 
