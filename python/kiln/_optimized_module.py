@@ -17,12 +17,9 @@ class OptimizedModule(_module.Module):
         self.__dict__["training"] = mod.training
 
     def forward(self, *args, **kwargs):
-        return self.__dict__["_compiled"](*args, **kwargs)
-
-    def __call__(self, *args, **kwargs):
-        # Hooks registered on the wrapper run around the compiled call; the original's own hooks
+        # Hooks registered on the wrapper run around this compiled call; the original's own hooks
         # run inside it (they are part of what is traced).
-        return super().__call__(*args, **kwargs)
+        return self.__dict__["_compiled"](*args, **kwargs)
 
     def __getattr__(self, name):
         if name == "_orig_mod":
