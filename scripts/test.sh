@@ -15,6 +15,8 @@ if [ "${1:-}" = "--sanitize" ]; then
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 fi
 ctest --test-dir "$dir" --output-on-failure -j "$(nproc)"
+# The graph fuzzer's summary (how many graphs it ran, what they covered), shown on success too.
+grep -h '^\[fuzz\]' "$dir/Testing/Temporary/LastTest.log" 2>/dev/null || true
 # The Python suite (the package built above, checked against PyTorch). The sanitizer build's
 # extension (build-asan/python) runs with the ASan runtime preloaded, outside CI: docs/python-api.md.
 if [ "$dir" = build ]; then
