@@ -15,6 +15,11 @@
 #include "core/tensor_impl.h"
 
 namespace kiln::capture {
+namespace {
+std::string ms_between(std::chrono::steady_clock::time_point a, std::chrono::steady_clock::time_point b) {
+  return std::to_string(std::chrono::duration<double, std::milli>(b - a).count()) + " ms";
+}
+}  // namespace
 
 class Engine {
  public:
@@ -161,6 +166,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
     segmented = true;
     return run_segmented(args, body);
   }
+  const auto traced = std::chrono::steady_clock::now();
   Entry e;
   e.graph = std::make_shared<graph::Graph>(std::move(tracer.graph));
   e.lifted = std::move(tracer.lifted);
@@ -182,6 +188,9 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   for (const SymbolSource& s : symbols) {
     KILN_LOG(dynamic) << options.name << ": " << s.name << " = size " << s.dim << " of argument " << s.input;
   }
+  const auto guarded = std::chrono::steady_clock::now();
+  KILN_LOG(perf) << options.name << ": traced " << e.graph->nodes().size() << " node(s) in " << ms_between(t0, traced)
+                 << ", guards in " << ms_between(traced, guarded);
   e.run = compile_graph(options.backend, e.graph);
   compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   entries.push_back(std::move(e));
