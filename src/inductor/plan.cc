@@ -7,9 +7,6 @@
 #include <kiln/ops.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <mutex>
 
@@ -20,6 +17,7 @@
 #include "inductor/memory_plan.h"
 #include "inductor/plan_cache.h"
 #include "runtime/cache.h"
+#include "runtime/timer.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
@@ -156,23 +154,7 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
   return cache[ir] = start();
 }
 
-// The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
-// far less), as "12.3 ms (4.5 ms CPU)".
-struct Timer {
-  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
-  double cpu = thread_cpu();
-  static double thread_cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
-  }
-  std::string ms() const {
-    const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", 1e3 * w, 1e3 * (thread_cpu() - cpu));
-    return buf;
-  }
-};
+using runtime::Timer;  // the perf log's times
 
 class Plan {
  public:
@@ -203,6 +185,7 @@ class Plan {
       steps_.push_back(std::move(s));
     }
     for (const auto& [step, bufs] : release_points(p_)) steps_[size_t(step)].release = bufs;
+    const std::string programs_ms = timer.ms();  // the tile programs; then the passes and C (or the group's entry)
     if (!programs.empty()) {
       std::string ir;
       for (const std::string& k : c.kernels) ir += k;
@@ -212,8 +195,8 @@ class Plan {
       KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
                             << " translation unit(s)\n" << c.source;
     }
-    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms()
-                   << "; compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
+    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms() << " (tile programs "
+                   << programs_ms << "); compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
     return c;
   }
 
@@ -444,7 +427,9 @@ bool load_plan(const std::string& key, std::shared_ptr<Plan>& plan) {
     plan = Plan::load(std::move(image), key);
     parts += ", rebuilt " + rebuild.ms();
   });
-  if (hit) KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  if (hit) {
+    KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  }
   return hit;
 }
 
