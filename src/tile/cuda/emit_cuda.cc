@@ -5,14 +5,16 @@
 // runs of V consecutive elements starting at V * (t + k * threads), so a warp's accesses to a
 // contiguous dim are coalesced. Values inside a fused loop stay in each thread's registers;
 // a block that something outside the loop reads lives in shared memory (one dynamic
-// allocation per kernel, each block at its own offset), and every per-element loop ends with
-// __syncthreads, so whatever reads a block next (another thread's elements: a reduction, a
-// view, a dot) sees it written, and no loop overwrites a block another thread still reads.
+// allocation per kernel, each block at its own offset), and every per-element loop that uses
+// shared memory or writes global memory ends with __syncthreads, so whatever reads a block next
+// (another thread's elements: a reduction, a view, a dot) sees it written, and no loop
+// overwrites a block another thread still reads (a loop of registers only needs none).
 // Reductions to a scalar go through warp shuffles, then shared memory across the warps; other
 // reductions and dot give each thread its own output elements; a scan runs on one thread.
 #include "tile/cuda/emit_cuda.h"
 
 #include <algorithm>
+#include <cctype>
 #include <functional>
 #include <map>
 #include <set>
@@ -309,12 +311,13 @@ class CudaEmitter final : public CLikeEmitter {
   }
   std::string store_value(const std::string& value, DType d) const override {
     const std::string v = CLikeEmitter::store_value(value, d);
+    if (in_elements_) loop_writes_memory_ = true;
     if (!in_run_) return v;
     run_stores_.push_back({token("ST", next_access_++), "", memory_type(d), v});
     return run_stores_.back().token + v;  // the statement: [if (mask) ]*ptr = <token>value;
   }
   std::string atomic_add(const std::string& ptr, const std::string& value, DType d) const override {
-    if (in_elements_) run_atomic_ = true;
+    if (in_elements_) run_atomic_ = loop_writes_memory_ = true;
     std::string call;
     if (d == kFloat16) call = "kiln_tile_atomic_add16<false>(" + ptr + ", " + value + ")";
     else if (d == kBFloat16) call = "kiln_tile_atomic_add16<true>(" + ptr + ", " + value + ")";
@@ -337,6 +340,8 @@ class CudaEmitter final : public CLikeEmitter {
     const Layout l = layout(n);
     const int64_t runs = l.per_thread / l.run;
     const std::string v = std::to_string(l.run);
+    loop_at_ = out().text().size();
+    loop_writes_memory_ = false;
     if (runs > 1) out().line(runs <= kMaxRuns ? "#pragma unroll" : "#pragma unroll " + std::to_string(kMaxRuns));
     out().open("for (int _r = 0; _r < " + std::to_string(runs) + "; ++_r)");
     out().line("const int _e = (int(threadIdx.x) + _r * " + std::to_string(threads_) + ") * " + v + ";");
@@ -377,7 +382,8 @@ class CudaEmitter final : public CLikeEmitter {
     if (l.run > 1) finish_run(l.run);
     if (n % (l.run * threads_) != 0) out().close();
     out().close();
-    if (sync_after_) out().line("__syncthreads();");
+    // A loop that touches only registers (and reads global memory) needs no barrier after it.
+    if (sync_after_ && (loop_writes_memory_ || uses_shared(out().text().substr(loop_at_)))) out().line("__syncthreads();");
     in_elements_ = false;
   }
   // A block only ever read at the thread's own elements lives in registers; any other in the
@@ -390,6 +396,7 @@ class CudaEmitter final : public CLikeEmitter {
       return;
     }
     const int64_t at = shared_bytes_;
+    shared_names_.push_back(name);
     shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
     if (shared_bytes_ > kMaxSharedBytes)
       fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
@@ -464,6 +471,14 @@ class CudaEmitter final : public CLikeEmitter {
            c == OpCode::Store || c == OpCode::AtomicAdd;
   }
 
+  // Whether `code` indexes a block in shared memory.
+  bool uses_shared(const std::string& code) const {
+    for (const std::string& name : shared_names_)
+      for (size_t at = 0; (at = code.find(name + "[", at)) != std::string::npos; at += name.size())
+        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
+    return false;
+  }
+
   int threads_ = 128;
   int64_t run_ = 4;
   bool vector_loads_ = true;  // no loaded value feeds a load's address or mask in its loop
@@ -473,6 +488,9 @@ class CudaEmitter final : public CLikeEmitter {
   mutable std::vector<RunAccess> run_loads_, run_stores_;
   mutable bool run_atomic_ = false;
   mutable int next_access_ = 0;
+  size_t loop_at_ = 0;                     // where the per-element loop being written starts
+  mutable bool loop_writes_memory_ = false;  // it stores or has an atomic
+  std::vector<std::string> shared_names_;  // the blocks in shared memory
   int64_t shared_bytes_ = 0;
   std::map<std::string, const Value*> by_array_;
   std::map<const Value*, std::vector<const Op*>> users_of_;

@@ -57,6 +57,10 @@ TEST(TileCudaEmit, ReductionsAndAtomics) {
   // A block read at other threads' elements (a dot's operands) is in shared memory.
   const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"matmul", [] { return test::matmul(32, 32, 16); }}));
   EXPECT_GE(mm.shared_bytes, (32 * 16 + 16 * 32) * 4) << mm.source;
+  // A loop of registers only needs no barrier after it (the reductions have their own); one
+  // that writes shared memory does.
+  EXPECT_EQ(s.source.find("__syncthreads"), std::string::npos) << s.source;
+  EXPECT_NE(mm.source.find("__syncthreads"), std::string::npos) << mm.source;
   const cuda::EmittedKernel h = cuda::emit_kernel(prepared({"histogram", [] { return test::histogram(kFloat32); }}));
   // The block's atomics per element; the scalar one by one thread for the whole program.
   EXPECT_NE(h.source.find("kiln_tile_atomic_add<float>("), std::string::npos) << h.source;
