@@ -144,9 +144,10 @@ struct kiln_tile_regs {
   }
 };
 
-// A run of R elements at the pointers p[0..R) (null: masked out) moved in 16-byte accesses
-// (or as wide as the run is) when every element is there, contiguous and the first aligned;
-// else one element at a time. The checks fold away where the compiler sees them hold.
+// A run of R elements at the pointers p[0..R), those whose mask m is true, moved in 16-byte
+// accesses (or as wide as the run is) when every element is there, contiguous and the first
+// aligned; else one element at a time. Where the compiler sees the pointers are consecutive,
+// only the mask and alignment tests are left.
 // A run is at least 4 bytes (4 elements), so an access is 4, 8 or 16 bytes.
 template <int B> struct kiln_tile_chunk;
 template <> struct kiln_tile_chunk<16> { typedef uint4 type; };
@@ -175,17 +176,17 @@ __device__ inline unsigned kiln_tile_word(const T* v, int k) {
   }
 }
 template <class T, int R>
-__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], int bytes) {
-  bool whole = p[0] != nullptr && reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
+__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes) {
+  bool whole = reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
 #pragma unroll
-  for (int i = 1; i < R; ++i) whole = whole && p[i] == p[0] + i;
+  for (int i = 0; i < R; ++i) whole = whole && m[i] && p[i] == p[0] + i;
   return whole;
 }
 template <class T, int R>
-__device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R]) {
+__device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R], const bool (&m)[R]) {
   constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;  // bytes per access
   typedef typename kiln_tile_chunk<A>::type C;
-  if (kiln_tile_whole_run(p, A)) {
+  if (kiln_tile_whole_run(p, m, A)) {
 #pragma unroll
     for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
       const C w = reinterpret_cast<const C*>(p[0])[c];
@@ -194,14 +195,14 @@ __device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R]) {
   } else {
 #pragma unroll
     for (int i = 0; i < R; ++i)
-      if (p[i]) v[i] = *p[i];
+      if (m[i]) v[i] = *p[i];
   }
 }
 template <class T, int R>
-__device__ inline void kiln_tile_vstore(T* const (&p)[R], const T (&v)[R]) {
+__device__ inline void kiln_tile_vstore(T* const (&p)[R], const bool (&m)[R], const T (&v)[R]) {
   constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;
   typedef typename kiln_tile_chunk<A>::type C;
-  if (kiln_tile_whole_run(p, A)) {
+  if (kiln_tile_whole_run(p, m, A)) {
 #pragma unroll
     for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
       const T* at = &v[c * A / sizeof(T)];
@@ -214,7 +215,7 @@ __device__ inline void kiln_tile_vstore(T* const (&p)[R], const T (&v)[R]) {
   } else {
 #pragma unroll
     for (int i = 0; i < R; ++i)
-      if (p[i]) *p[i] = v[i];
+      if (m[i]) *p[i] = v[i];
   }
 }
 
@@ -534,8 +535,8 @@ void CudaEmitter::choose_runs(const Program& p) {
 
 // Closes a run's loop (begin_elements opened it), its loads and stores made run-wide. The loop's
 // text is taken back and written again as: the run's addresses (the loop with only its
-// declarations, each load's token recording its pointer where the mask lets it be read: the rest
-// is dead code), the loads (kiln_tile_vload: 16 bytes at a time where the run is whole, contiguous
+// declarations, recording each load's pointer and, through its token, whether its mask lets it
+// be read: the rest is dead code), the loads (kiln_tile_vload: 16 bytes at a time where the run is whole, contiguous
 // and aligned, else per element), the loop reading the loaded values and recording each store's
 // pointer and value, then the stores (kiln_tile_vstore). A loop with an atomic keeps its per-
 // element accesses: it cannot run twice.
@@ -570,12 +571,14 @@ void CudaEmitter::finish_run(int64_t run) {
   }
   for (const RunAccess& l : run_loads_) {
     const std::string id = l.token.substr(4, l.token.size() - 6);
-    w.line(l.type + "* _lp" + id + "[" + n + "] = {};");
+    w.line(l.type + "* _lp" + id + "[" + n + "];");
+    w.line("bool _lm" + id + "[" + n + "] = {};");
     w.line(l.type + " _lv" + id + "[" + n + "] = {};");
   }
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
-    w.line(s.type + "* _sp" + id + "[" + n + "] = {};");
+    w.line(s.type + "* _sp" + id + "[" + n + "];");
+    w.line("bool _sm" + id + "[" + n + "] = {};");
     w.line(s.type + " _sv" + id + "[" + n + "];");
   }
   if (!run_loads_.empty()) {
@@ -586,22 +589,26 @@ void CudaEmitter::finish_run(int64_t run) {
       const std::string line = body.substr(at, end - at);
       const size_t text_at = line.find_first_not_of(' ');
       const size_t eq = line.find(" = ");
-      if (line.compare(text_at, 6, "const ") == 0 || (eq != std::string::npos && line.substr(0, eq).find("* const ") != std::string::npos))
+      if (line.compare(text_at, 6, "const ") == 0 || (eq != std::string::npos && line.substr(0, eq).find("* const ") != std::string::npos)) {
         addresses += line;
+        for (const RunAccess& l : run_loads_)  // its pointer, whatever the mask
+          if (line.find(l.token) != std::string::npos)
+            addresses += line.substr(0, text_at) + "_lp" + l.token.substr(4, l.token.size() - 6) + "[_v] = " + l.ptr + ";\n";
+      }
       at = end;
     }
     for (const RunAccess& l : run_loads_) {
       const std::string id = l.token.substr(4, l.token.size() - 6);
-      addresses = replace_all(addresses, "*" + l.token, "(_lp" + id + "[_v] = " + l.ptr + ", " + l.type + "(0))");
+      addresses = replace_all(addresses, "*" + l.token, "(_lm" + id + "[_v] = true, " + l.type + "(0))");
       body = replace_all(body, "*" + l.token, "_lv" + id + "[_v]");
     }
     loop(addresses);
     for (const RunAccess& l : run_loads_) {
       const std::string id = l.token.substr(4, l.token.size() - 6);
-      w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ");");
+      w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
     }
   }
-  // [if (mask) ]*ptr = <token>value;<comment>  ->  [if (mask) ]_spN[_v] = ptr, _svN[_v] = value;<comment>
+  // [if (mask) ]*ptr = <token>value;<comment>  ->  _spN[_v] = ptr; [if (mask) ]_smN[_v] = true, _svN[_v] = value;<comment>
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
     const size_t at = body.find(s.token);
@@ -619,12 +626,12 @@ void CudaEmitter::finish_run(int64_t run) {
     }
     const std::string ptr = target.substr(1, target.size() - 4);  // "*ptr = "
     body.replace(text_at, at + s.token.size() + s.value.size() - text_at,
-                 mask + "_sp" + id + "[_v] = " + ptr + ", _sv" + id + "[_v] = " + s.value);
+                 "_sp" + id + "[_v] = " + ptr + "; " + mask + "_sm" + id + "[_v] = true, _sv" + id + "[_v] = " + s.value);
   }
   loop(body);
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
-    w.line("kiln_tile_vstore(_sp" + id + ", _sv" + id + ");");
+    w.line("kiln_tile_vstore(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
   }
 }
 
