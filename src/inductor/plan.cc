@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "autograd/engine.h"
 #include "core/tensor_impl.h"
@@ -156,6 +157,73 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
 
 using runtime::Timer;  // the perf log's times
 
+// The perf log's breakdown of one call: time per extern (by op and argument shapes) and per
+// kernel, summed over the steps that share the key, the largest first.
+class StepTimes {
+ public:
+  static constexpr size_t kShown = 40;  // lines after the total
+  void start() { step_ = Timer(); }
+  void stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs);
+  void print() const {
+    double total = 0, externs = 0, cpu = 0, extern_cpu = 0;
+    int launches = 0;
+    for (const auto& [key, e] : by_key_) {
+      total += e.ms, cpu += e.cpu_ms;
+      if (e.is_extern) externs += e.ms, extern_cpu += e.cpu_ms;
+      else launches += e.count;
+    }
+    std::vector<std::pair<std::string, Entry>> order(by_key_.begin(), by_key_.end());
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "inductor: call %.1f ms (%.1f ms CPU of this thread): externs %.1f ms (%.1f ms CPU), "
+                  "%d kernel launches %.1f ms (%.1f ms CPU)",
+                  total, cpu, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
+    std::string text = buf;
+    for (size_t i = 0; i < order.size() && i < kShown; ++i) {
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU) %4d x ", order[i].second.ms, order[i].second.cpu_ms,
+                    order[i].second.count);
+      text += buf;
+      text += order[i].first;
+    }
+    if (order.size() > kShown) {
+      double rest = 0;
+      for (size_t i = kShown; i < order.size(); ++i) rest += order[i].second.ms;
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms in %zu more", rest, order.size() - kShown);
+      text += buf;
+    }
+    KILN_LOG(perf) << text;
+  }
+
+ private:
+  struct Entry {
+    double ms = 0, cpu_ms = 0;
+    int count = 0;
+    bool is_extern = false;
+  };
+  Timer step_;
+  std::map<std::string, Entry> by_key_;
+};
+
+void StepTimes::stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs) {
+  std::string key = n.name;
+  if (s.kernel < 0 && n.call) {
+    key = std::string("extern ") + n.call->name();
+    for (int b : n.inputs) {
+      key += ' ';
+      const Tensor& t = bufs[size_t(b)];
+      if (!t.defined()) {
+        key += '?';
+        continue;
+      }
+      key += shape_str(t.sizes());
+      if (!t.is_contiguous()) key.append(1, 's').append(shape_str(t.strides()));
+    }
+  }
+  Entry& e = by_key_[key];
+  e.ms += step_.wall_ms(), e.cpu_ms += step_.cpu_ms(), e.count += 1, e.is_extern = s.kernel < 0;
+}
+
 class Plan {
  public:
   // (The in-place write-backs first: they rewrite kernels that recompute a written-back value.)
@@ -292,8 +360,11 @@ class Plan {
     NoGradGuard no_grad;
     std::vector<tile::cpu::Arg> args;
     args.reserve(max_args_);
+    std::optional<StepTimes> times;  // KILN_LOGS=perf: where the call's time goes
+    if (log_enabled(LogComponent::perf)) times.emplace();
     for (const Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
+      if (times) times->start();
       if (s.kernel >= 0) {
         int64_t numel = 0;
         for (int o : n.outputs) {
@@ -340,8 +411,10 @@ class Plan {
           bufs[o] = conform(std::move(outs[k]), p_.buffers[o], layouts_[o], env);
         }
       }
+      if (times) times->stop(s, n, bufs);
       for (int b : s.release) bufs[size_t(b)] = Tensor();
     }
+    if (times) times->print();
     std::vector<Tensor> result;
     result.reserve(p_.outputs.size());
     for (int b : p_.outputs) result.push_back(bufs[size_t(b)]);

@@ -18,9 +18,10 @@ struct Timer {
     return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
   }
   double wall_ms() const { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - wall).count(); }
+  double cpu_ms() const { return 1e3 * (thread_cpu() - cpu); }
   std::string ms() const {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", wall_ms(), 1e3 * (thread_cpu() - cpu));
+    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", wall_ms(), cpu_ms());
     return buf;
   }
 };
