@@ -137,6 +137,7 @@ class CpuEmitter final : public CLikeEmitter {
     return "kiln_tile_atomic_add<" + memory_type(d) + ">(" + ptr + ", " + value + ")";
   }
   bool streams_stores() const override { return true; }
+  bool recomputes_loads() const override { return true; }
   std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const override {
     return "kiln_tile_store_row(" + dst + ", " + src + ", " + std::to_string(bytes) + ", _stream);";
   }
