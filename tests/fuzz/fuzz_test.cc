@@ -173,7 +173,7 @@ TEST(Fuzz, BackendsMatchEager) {
     last_batch = std::chrono::steady_clock::now() - batch_start;
     // In seed order: a skip, or a failure reduced (each candidate compiled alone) and written out.
     for (const Case& c : cases) {
-      for (size_t k = 0; k < c.outcomes.size(); ++k) {
+      for (size_t k = 0; k < c.outcomes.size() && failures < 3; ++k) {
         const Outcome& o = c.outcomes[k];
         if (o.kind == Outcome::ReferenceError) {
           if (skipped++ == 0) first_skip = "seed " + std::to_string(c.seed) + ": " + o.message;
