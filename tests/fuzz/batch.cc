@@ -3,6 +3,7 @@
 
 #include <sys/wait.h>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <condition_variable>
@@ -166,7 +167,7 @@ void KernelBatch::close_when_ready(const std::string& level, int parts) {
     // (A task may hand over several sources, so "ready" also waits a moment for stragglers.)
     const auto ready = [&] { return int(s.collected.size()) + s.done >= s.tasks; };
     const auto quiet_for = [&](std::chrono::milliseconds t) { return std::chrono::steady_clock::now() - s.last_event >= t; };
-    while (s.open && !(ready() && quiet_for(std::chrono::milliseconds(20))) && !quiet_for(std::chrono::seconds(1)))
+    while (s.open && !(ready() && quiet_for(std::chrono::milliseconds(20))) && !quiet_for(std::chrono::seconds(5)))
       s.cv.wait_for(lock, std::chrono::milliseconds(10));
     if (s.open && !ready()) ++s.stats.quiet_closes;
     s.open = false;
@@ -176,7 +177,9 @@ void KernelBatch::close_when_ready(const std::string& level, int parts) {
   for (size_t k = 0; k < n; ++k) {
     std::vector<std::shared_ptr<Unit>> part(units.begin() + ptrdiff_t(units.size() * k / n),
                                             units.begin() + ptrdiff_t(units.size() * (k + 1) / n));
-    compilers_.emplace_back([state = s_, part = std::move(part), level, id = next_id_++] { state->build(part, level, id); });
+    // A name no batch of the process had (dlopen of a path already loaded returns that object).
+    static std::atomic<int> next_id{0};
+    compilers_.emplace_back([state = s_, part = std::move(part), level, id = next_id++] { state->build(part, level, id); });
   }
 }
 

@@ -39,8 +39,9 @@ class KernelBatch {
   void open(int tasks);
   void task_done();
   // Waits until each task waits for a source of the batch or is done (or nothing happened for
-  // a second: a task that compiles nothing but has not finished, or waits for another's
-  // identical kernels), then starts compiling the sources at optimization level `level`
+  // 5 s: a task that compiles nothing but has not finished, or waits for another's identical
+  // kernels; shorter, a machine so loaded that a task gets no CPU for a while closed batches
+  // of one or two graphs), then starts compiling the sources at optimization level `level`
   // ("-O1"; every other flag is the tile compiler's), in up to `parts` compiler calls at once,
   // and returns; each waiting source gets its object when its part is built.
   void close_when_ready(const std::string& level, int parts = 1);
@@ -49,7 +50,7 @@ class KernelBatch {
     int batches = 0, units = 0;  // compiled together
     int alone = 0;               // sources that arrived outside a batch (compiled as usual)
     int failed = 0;              // batches that did not compile (their sources then compiled alone)
-    int quiet_closes = 0;        // batches closed after a quiet second rather than all tasks ready
+    int quiet_closes = 0;        // batches closed after 5 quiet seconds rather than all tasks ready
   };
   Stats stats() const;
 
@@ -57,7 +58,6 @@ class KernelBatch {
   struct State;  // shared with the hook, which a late compile thread may still call
   std::shared_ptr<State> s_;
   std::vector<std::thread> compilers_;
-  int next_id_ = 0;
 };
 
 }  // namespace kiln::fuzz

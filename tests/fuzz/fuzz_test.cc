@@ -195,7 +195,7 @@ TEST(Fuzz, BackendsMatchEager) {
   if (batch) {
     const KernelBatch::Stats st = batch->stats();
     std::cout << "[fuzz] kernels: " << st.units << " translation units compiled in " << st.batches << " compiler calls, "
-              << st.alone << " alone, " << st.failed << " failed batches, " << st.quiet_closes << " closed on a quiet second\n";
+              << st.alone << " alone, " << st.failed << " failed batches, " << st.quiet_closes << " closed after 5 quiet seconds\n";
   }
   std::cout << "[fuzz] " << cov.graphs << " graphs (" << cov.nodes << " nodes, " << cov.ops.size() << " distinct ops, "
             << cov.dynamic << " dynamic, " << cov.strided_inputs << " strided inputs, " << cov.empty
