@@ -7,7 +7,6 @@
 #include <kiln/compile.h>
 #include <kiln/log.h>
 
-#include <chrono>
 #include <map>
 #include <mutex>
 
@@ -17,6 +16,7 @@
 #include "inductor/inductor.h"
 #include "inductor/plan_cache.h"
 #include "runtime/cache.h"
+#include "runtime/timer.h"
 
 namespace kiln {  // (not kiln::compile: that is the name of compile())
 namespace {
@@ -45,10 +45,9 @@ aot::GraphFn compile_inductor(std::shared_ptr<const graph::Graph> g) {
     std::map<const graph::Graph*, std::string> plan_keys;  // of the graphs compiled for it
   };
   auto st = std::make_shared<State>();
-  const auto t0 = std::chrono::steady_clock::now();
+  const runtime::Timer timer;
   st->graph_key = inductor::plan_key(*g);
-  KILN_LOG(perf) << "inductor: keyed the captured graph (" << g->nodes().size() << " nodes) in "
-                 << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+  KILN_LOG(perf) << "inductor: keyed the captured graph (" << g->nodes().size() << " nodes) in " << timer.ms();
   // The entry of a requires-grad pattern (and the partition's budget, which shapes the graphs).
   auto entry = [st](const std::vector<bool>& needs) {
     std::string bits;
@@ -65,7 +64,7 @@ aot::GraphFn compile_inductor(std::shared_ptr<const graph::Graph> g) {
     return f;
   };
   o.load_plan = [entry](const std::vector<bool>& needs) -> std::shared_ptr<const aot::CompiledPlan> {
-    const auto t0 = std::chrono::steady_clock::now();
+    const runtime::Timer timer;
     GraphEntry e;
     if (!inductor::plan_cache::load(kGraphNamespace, entry(needs), [&](inductor::plan_cache::Reader& r) { r(e); })) return nullptr;
     auto plan = std::make_shared<aot::CompiledPlan>();
@@ -73,8 +72,7 @@ aot::GraphFn compile_inductor(std::shared_ptr<const graph::Graph> g) {
     plan->forward = inductor::load_graph(e.forward);
     if (!e.backward.empty()) plan->backward = inductor::load_graph(e.backward);
     if (!plan->forward || (!e.backward.empty() && !plan->backward)) return nullptr;  // a plan gone: AOT rebuilds
-    KILN_LOG(perf) << "aot: compiled graphs loaded from the cache in "
-                   << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+    KILN_LOG(perf) << "aot: compiled graphs loaded from the cache in " << timer.ms();
     return plan;
   };
   o.built_plan = [st, entry](const std::vector<bool>& needs, const aot::Signature& sig, const graph::Graph* forward,

@@ -7,11 +7,9 @@
 #include <kiln/ops.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "autograd/engine.h"
 #include "core/tensor_impl.h"
@@ -20,6 +18,7 @@
 #include "inductor/memory_plan.h"
 #include "inductor/plan_cache.h"
 #include "runtime/cache.h"
+#include "runtime/timer.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
@@ -156,23 +155,74 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
   return cache[ir] = start();
 }
 
-// The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
-// far less), as "12.3 ms (4.5 ms CPU)".
-struct Timer {
-  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
-  double cpu = thread_cpu();
-  static double thread_cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+using runtime::Timer;  // the perf log's times
+
+// The perf log's breakdown of one call: time per extern (by op and argument shapes) and per
+// kernel, summed over the steps that share the key, the largest first.
+class StepTimes {
+ public:
+  static constexpr size_t kShown = 40;  // lines after the total
+  void start() { step_ = Timer(); }
+  void stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs);
+  void print() const {
+    double total = 0, externs = 0, cpu = 0, extern_cpu = 0;
+    int launches = 0;
+    for (const auto& [key, e] : by_key_) {
+      total += e.ms, cpu += e.cpu_ms;
+      if (e.is_extern) externs += e.ms, extern_cpu += e.cpu_ms;
+      else launches += e.count;
+    }
+    std::vector<std::pair<std::string, Entry>> order(by_key_.begin(), by_key_.end());
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "inductor: call %.1f ms (%.1f ms CPU of this thread): externs %.1f ms (%.1f ms CPU), "
+                  "%d kernel launches %.1f ms (%.1f ms CPU)",
+                  total, cpu, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
+    std::string text = buf;
+    for (size_t i = 0; i < order.size() && i < kShown; ++i) {
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU) %4d x ", order[i].second.ms, order[i].second.cpu_ms,
+                    order[i].second.count);
+      text += buf;
+      text += order[i].first;
+    }
+    if (order.size() > kShown) {
+      double rest = 0;
+      for (size_t i = kShown; i < order.size(); ++i) rest += order[i].second.ms;
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms in %zu more", rest, order.size() - kShown);
+      text += buf;
+    }
+    KILN_LOG(perf) << text;
   }
-  std::string ms() const {
-    const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", 1e3 * w, 1e3 * (thread_cpu() - cpu));
-    return buf;
-  }
+
+ private:
+  struct Entry {
+    double ms = 0, cpu_ms = 0;
+    int count = 0;
+    bool is_extern = false;
+  };
+  Timer step_;
+  std::map<std::string, Entry> by_key_;
 };
+
+void StepTimes::stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs) {
+  std::string key = n.name;
+  if (s.kernel < 0 && n.call) {
+    key = std::string("extern ") + n.call->name();
+    for (int b : n.inputs) {
+      key += ' ';
+      const Tensor& t = bufs[size_t(b)];
+      if (!t.defined()) {
+        key += '?';
+        continue;
+      }
+      key += shape_str(t.sizes());
+      if (!t.is_contiguous()) key.append(1, 's').append(shape_str(t.strides()));
+    }
+  }
+  Entry& e = by_key_[key];
+  e.ms += step_.wall_ms(), e.cpu_ms += step_.cpu_ms(), e.count += 1, e.is_extern = s.kernel < 0;
+}
 
 class Plan {
  public:
@@ -203,6 +253,7 @@ class Plan {
       steps_.push_back(std::move(s));
     }
     for (const auto& [step, bufs] : release_points(p_)) steps_[size_t(step)].release = bufs;
+    const std::string programs_ms = timer.ms();  // the tile programs; then the passes and C (or the group's entry)
     if (!programs.empty()) {
       std::string ir;
       for (const std::string& k : c.kernels) ir += k;
@@ -212,8 +263,8 @@ class Plan {
       KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
                             << " translation unit(s)\n" << c.source;
     }
-    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms()
-                   << "; compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
+    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms() << " (tile programs "
+                   << programs_ms << "); compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
     return c;
   }
 
@@ -309,8 +360,11 @@ class Plan {
     NoGradGuard no_grad;
     std::vector<tile::cpu::Arg> args;
     args.reserve(max_args_);
+    std::optional<StepTimes> times;  // KILN_LOGS=perf: where the call's time goes
+    if (log_enabled(LogComponent::perf)) times.emplace();
     for (const Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
+      if (times) times->start();
       if (s.kernel >= 0) {
         int64_t numel = 0;
         for (int o : n.outputs) {
@@ -357,8 +411,10 @@ class Plan {
           bufs[o] = conform(std::move(outs[k]), p_.buffers[o], layouts_[o], env);
         }
       }
+      if (times) times->stop(s, n, bufs);
       for (int b : s.release) bufs[size_t(b)] = Tensor();
     }
+    if (times) times->print();
     std::vector<Tensor> result;
     result.reserve(p_.outputs.size());
     for (int b : p_.outputs) result.push_back(bufs[size_t(b)]);
@@ -444,7 +500,9 @@ bool load_plan(const std::string& key, std::shared_ptr<Plan>& plan) {
     plan = Plan::load(std::move(image), key);
     parts += ", rebuilt " + rebuild.ms();
   });
-  if (hit) KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  if (hit) {
+    KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  }
   return hit;
 }
 
