@@ -21,7 +21,7 @@ class Engine {
   explicit Engine(const CompileOptions& o) : options(o) {
     if (options.name.empty()) options.name = "compiled function";
     segments.backend = options.backend;
-    compile_graph(options.backend, nullptr);  // an unknown backend fails at compile(), not at the first call
+    compile_graph(options.backend, nullptr, options.mode);  // an unknown backend or mode fails at compile(), not at the first call
   }
 
   struct Entry {
@@ -182,7 +182,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   for (const SymbolSource& s : symbols) {
     KILN_LOG(dynamic) << options.name << ": " << s.name << " = size " << s.dim << " of argument " << s.input;
   }
-  e.run = compile_graph(options.backend, e.graph);
+  e.run = compile_graph(options.backend, e.graph, options.mode);
   compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   entries.push_back(std::move(e));
   return run_entry(entries.back(), args);
