@@ -21,7 +21,7 @@ class Engine {
   explicit Engine(const CompileOptions& o) : options(o) {
     if (options.name.empty()) options.name = "compiled function";
     segments.backend = options.backend;
-    compile_graph(options.backend, nullptr);  // an unknown backend fails at compile(), not at the first call
+    compile_graph(options.backend, nullptr, options.mode);  // an unknown backend or mode fails at compile(), not at the first call
   }
 
   struct Entry {
@@ -186,7 +186,7 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   }
   KILN_LOG(perf) << options.name << ": traced " << e.graph->nodes().size() << " node(s) in " << traced << ", guards in "
                  << guards.ms();
-  e.run = compile_graph(options.backend, e.graph);
+  e.run = compile_graph(options.backend, e.graph, options.mode);
   compile_ms.push_back(timer.wall_ms());
   entries.push_back(std::move(e));
   return run_entry(entries.back(), args);

@@ -13,6 +13,7 @@
 
 #include "autograd/engine.h"
 #include "core/tensor_impl.h"
+#include "inductor/autotune.h"
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
@@ -233,7 +234,7 @@ class Plan {
 
   // Emits the kernels and starts compiling them (in the background: a caller compiling several
   // graphs, as AOT's forward and backward, gets their compilers run at once).
-  Compiled build() {
+  Compiled build(const Options& options) {
     const Timer timer;
     Compiled c;
     std::vector<tile::Program> programs;
@@ -242,13 +243,16 @@ class Plan {
       const Node& n = p_.nodes[i];
       Step s;
       s.node = int(i);
-      if (n.kind != NodeKind::Extern) {
-        GeneratedKernel k = emit_tile(p_, n);
+      // max-autotune: tuned block sizes; a matmul extern becomes a generated kernel that beat BLAS.
+      std::optional<GeneratedKernel> k;
+      if (n.kind != NodeKind::Extern) k = emit_tile(p_, n, options.max_autotune ? tune_blocks(p_, n) : BlockSizes());
+      else if (options.max_autotune) k = tune_matmul(p_, n);
+      if (k) {
         s.kernel = int(programs.size());
-        s.args = k.args;
-        s.grid = k.grid;
-        c.kernels.push_back(tile::print(k.program));
-        programs.push_back(std::move(k.program));
+        s.args = k->args;
+        s.grid = k->grid;
+        c.kernels.push_back(tile::print(k->program));
+        programs.push_back(std::move(k->program));
       }
       steps_.push_back(std::move(s));
     }
@@ -473,12 +477,12 @@ class Plan {
 // constants, the inputs' dtypes, sizes, strides and symbols) and the symbols' hints (block
 // sizes follow them), this build of kiln (its lowering and fusion) and what keys the kernels'
 // objects (compiler, flags, CPU, version) with the compile jobs (the group's split).
-std::string plan_key(const graph::Graph& g) {
+std::string plan_key(const graph::Graph& g, const Options& options) {
   std::string hints;
   for (const graph::Value* v : g.inputs())
     for (const SymInt& s : v->spec.sizes)
       if (s.is_symbolic()) hints += sym::str(s.expr()) + "=" + std::to_string(s.hint()) + " ";
-  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, runtime::cache::build_id(),
+  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, options.max_autotune ? "max-autotune" : "default", runtime::cache::build_id(),
                                tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
 }
 
@@ -516,8 +520,8 @@ Compiled finish(std::shared_ptr<Plan> plan, Compiled c) {
 }
 
 // cached: through the plan cache (compile_graph_verbose builds, to show what it generates).
-Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, bool cached = true) {
-  const std::string key = cached && runtime::cache::enabled() ? inductor::plan_key(*g) : std::string();
+Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, const Options& options, bool cached = true) {
+  const std::string key = cached && runtime::cache::enabled() ? inductor::plan_key(*g, options) : std::string();
   if (plan_key) *plan_key = key;
   Compiled c;
   std::shared_ptr<Plan> plan;
@@ -525,18 +529,22 @@ Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_
   const Timer timer;
   plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
   KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
-  c = plan->build();
+  c = plan->build(options);
   if (!key.empty()) plan_cache::store(kPlanNamespace, key + ".plan", [&](plan_cache::Writer& w) { w(plan->image()); });
   return finish(std::move(plan), std::move(c));
 }
 
 }  // namespace
 
-Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr, false); }
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g, const Options& options) {
+  return compile_keyed(std::move(g), nullptr, options, false);
+}
 
-GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr).run; }
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g, const Options& options) { return compile_keyed(std::move(g), nullptr, options).run; }
 
-GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key) { return compile_keyed(std::move(g), plan_key).run; }
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, const Options& options) {
+  return compile_keyed(std::move(g), plan_key, options).run;
+}
 
 GraphFn load_graph(const std::string& plan_key) {
   std::shared_ptr<Plan> plan;
