@@ -46,6 +46,7 @@ size_t count(const std::string& text, const std::string& what) {
 }
 
 TEST(TileRecompute, AReadOnlyRowIsReadWhereItIsUsed) {
+  GTEST_SKIP() << "recomputed loads are off in the C backend until programs say which parameters may alias (emit_c.cc)";
   // No block holds x or x - mean: the reductions and the last loop read x itself.
   const std::string c = cpu::emit_kernel(centered_kernel());
   EXPECT_EQ(count(c, "[256];"), 0u) << c;  // no block of a row's elements is declared
@@ -66,6 +67,7 @@ TEST(TileRecompute, AReadOnlyRowIsReadWhereItIsUsed) {
 }
 
 TEST(TileRecompute, MemoryTheProgramWritesIsNotReadAgain) {
+  GTEST_SKIP() << "recomputed loads are off in the C backend until programs say which parameters may alias (emit_c.cc)";
   EXPECT_EQ(count(cpu::emit_kernel(in_place_kernel()), "[256];"), 1u);  // the loaded row's block
   const cpu::Kernel k = cpu::compile(in_place_kernel());
   const int64_t rows = 3;
