@@ -4,8 +4,9 @@ The call's arguments are flattened (tuples, lists, dicts) into leaves: tensors b
 inputs, numbers are guarded by value, modules by identity, by their parameters' and buffers'
 identities and by a fingerprint of their attributes (self.training, eps, flags...:
 nn.module.state_fingerprint), so train() and eval() graphs stay cached side by side. Other
-leaves (strings, None, ...) and the structure select a separate cache. What the function reads beyond its arguments (globals, closures, attributes and items of objects) is
-guarded too, and writes outside it break the graph (_guards.py).
+leaves (strings, None, ...) and the structure select a separate cache. What the function reads
+beyond its arguments (globals, closures, attributes and items of objects) is guarded too, and
+writes outside it break the graph (_guards.py).
 """
 import contextlib
 import functools
