@@ -14,6 +14,7 @@
 #include "support/cache_child.h"
 #include "support/compile_corpus.h"
 #include "tile/cpu/kernel.h"
+#include "support/test_util.h"
 
 namespace kiln {
 namespace {
@@ -125,18 +126,12 @@ class InductorAutotuneCacheTest : public test::CacheChildTest {
   InductorAutotuneCacheTest() : CacheChildTest("KILN_TEST_AUTOTUNE_CHILD", "InductorAutotuneCache.Child") {}
 };
 
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST_F(InductorAutotuneCacheTest, AWarmProcessTunesNothing) {
   const std::string cold = run_child("cold.log");
   ASSERT_NE(cold.find("child ok"), std::string::npos) << cold;
   // Tuned: the softmax kernel's block sizes, and BLAS against the tile matmul (timings logged,
   // the progress bar's summary line on stderr).
-  EXPECT_GE(count(cold, "[kiln:autotune] inductor "), 2) << cold;
+  EXPECT_GE(test::count_occurrences(cold, "[kiln:autotune] inductor "), 2) << cold;
   EXPECT_NE(cold.find("(BLAS or tile matmul)"), std::string::npos) << cold;
   EXPECT_NE(cold.find(": median "), std::string::npos) << cold;
   EXPECT_NE(cold.find("kiln autotune inductor "), std::string::npos) << cold;  // the bar
@@ -152,7 +147,7 @@ TEST_F(InductorAutotuneCacheTest, AWarmProcessTunesNothing) {
   EXPECT_NE(again.find("lowered and scheduled"), std::string::npos) << again;
   EXPECT_EQ(again.find(": median "), std::string::npos) << again;
   EXPECT_EQ(again.find("kiln autotune "), std::string::npos) << again;
-  EXPECT_GE(count(again, "(from the disk cache)"), 2) << again;
+  EXPECT_GE(test::count_occurrences(again, "(from the disk cache)"), 2) << again;
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "tile/builder.h"
 #include "tile/cpu/emit_c.h"
 #include "tile/cpu/kernel.h"
+#include "support/test_util.h"
 
 namespace kiln::tile {
 namespace {
@@ -39,17 +40,11 @@ Program in_place_kernel() {
   return b.finish();
 }
 
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST(TileRecompute, AReadOnlyRowIsReadWhereItIsUsed) {
   GTEST_SKIP() << "recomputed loads are off in the C backend until programs say which parameters may alias (emit_c.cc)";
   // No block holds x or x - mean: the reductions and the last loop read x itself.
   const std::string c = cpu::emit_kernel(centered_kernel());
-  EXPECT_EQ(count(c, "[256];"), 0u) << c;  // no block of a row's elements is declared
+  EXPECT_EQ(test::count_occurrences(c, "[256];"), 0) << c;  // no block of a row's elements is declared
   const cpu::Kernel k = cpu::compile(centered_kernel());
   const int64_t rows = 5;
   Tensor x = randn({rows, kCols}), out = zeros({rows, kCols}), sums = zeros({rows});
@@ -68,7 +63,7 @@ TEST(TileRecompute, AReadOnlyRowIsReadWhereItIsUsed) {
 
 TEST(TileRecompute, MemoryTheProgramWritesIsNotReadAgain) {
   GTEST_SKIP() << "recomputed loads are off in the C backend until programs say which parameters may alias (emit_c.cc)";
-  EXPECT_EQ(count(cpu::emit_kernel(in_place_kernel()), "[256];"), 1u);  // the loaded row's block
+  EXPECT_EQ(test::count_occurrences(cpu::emit_kernel(in_place_kernel()), "[256];"), 1);  // the loaded row's block
   const cpu::Kernel k = cpu::compile(in_place_kernel());
   const int64_t rows = 3;
   Tensor x = randn({rows, kCols}), sums = zeros({rows});
