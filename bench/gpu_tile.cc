@@ -40,6 +40,10 @@ struct Buffer {
 
 int g_reps = 50;
 
+// The tile matmul's BM, BN, BK and warps.
+constexpr int64_t kMatmulBlock[3] = {128, 128, 32};
+constexpr int kMatmulWarps = 8;
+
 // The median of g_reps timed launches, in ms.
 double time_ms(const std::function<void()>& launch) {
   const int dev = rc::current_device();
@@ -76,7 +80,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
     std::vector<cuda::EmittedKernel> ks;
     for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::softmax(8192)),
-                       new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 8192))}) {
+                       new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 8192)),
+                       new Program(gb::matmul(kMatmulBlock[0], kMatmulBlock[1], kMatmulBlock[2], kMatmulWarps))}) {
       verify(*p);
       run_passes(*p, default_passes());
       ks.push_back(cuda::emit_kernel(*p));

@@ -94,4 +94,26 @@ inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
   return b.finish();
 }
 
+// c[M, N] = a[M, K] @ b[K, N], bf16 in memory (row-major, contiguous), f32 accumulators:
+// tests/unit/tile/tile_kernels.h's blocked matmul, one program per BM x BN tile of c and a
+// loop over K in BK steps. Its dot runs on tensor cores (docs/tile.md).
+inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps) {
+  Builder b("matmul_bf16");
+  b.set_num_warps(num_warps);
+  auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kBFloat16);
+  auto M = b.arg_int("M"), N = b.arg_int("N"), K = b.arg_int("K");
+  const int64_t BM = b.constexpr_int("BM", bm), BN = b.constexpr_int("BN", bn), BK = b.constexpr_int("BK", bk);
+  auto rm = b.program_id(0) * BM + b.arange(0, BM);
+  auto rn = b.program_id(1) * BN + b.arange(0, BN);
+  auto rk = b.arange(0, BK);
+  auto acc = b.for_loop(0, K, BK, {b.zeros({BM, BN})}, [&](Val k, const std::vector<Val>& carried) {
+    auto ka = k + rk;
+    auto at = b.load(a + rm.expand_dims(1) * K + ka.expand_dims(0), (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0);
+    auto bt = b.load(bp + ka.expand_dims(1) * N + rn.expand_dims(0), (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0);
+    return std::vector<Val>{b.dot(at, bt, carried[0])};
+  })[0];
+  b.store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc.to(kBFloat16), (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
+  return b.finish();
+}
+
 }  // namespace kiln::tile::gpu_bench
