@@ -300,6 +300,19 @@ template <bool BF16, int ROW>
 struct kiln_tile_smem16 {
   uint16_t* p;
   __device__ kiln_tile_half_ref<BF16> operator[](int i) const { return {p + kiln_tile_swizzle<ROW>(i)}; }
+  // A run of R (2, 4 or 8) elements from e, a multiple of R: one store (inside one chunk).
+  template <int R>
+  __device__ void store_run(int e, const float (&v)[R]) const {
+    unsigned w[R / 2];
+#pragma unroll
+    for (int k = 0; k < R / 2; ++k)
+      w[k] = BF16 ? unsigned(ks::float_to_bfloat16(v[2 * k])) | unsigned(ks::float_to_bfloat16(v[2 * k + 1])) << 16
+                  : unsigned(ks::float_to_float16(v[2 * k])) | unsigned(ks::float_to_float16(v[2 * k + 1])) << 16;
+    uint16_t* at = p + kiln_tile_swizzle<ROW>(e);
+    if constexpr (R == 8) *reinterpret_cast<uint4*>(at) = uint4{w[0], w[1], w[2], w[3]};
+    else if constexpr (R == 4) *reinterpret_cast<uint2*>(at) = uint2{w[0], w[1]};
+    else *reinterpret_cast<unsigned*>(at) = w[0];
+  }
 };
 #if !defined(KILN_TILE_EMULATED)  // (the host emulation of the tests has its own)
 // N 8x8 matrices of 16-bit elements from shared memory, each row's 16 bytes at the address one
@@ -537,6 +550,7 @@ class CudaEmitter final : public CLikeEmitter {
   void emit_mma_dot(const Op& op);
   std::optional<Mma> mma_;
   std::set<const Op*> mma_dots_;
+  std::set<std::string> operand16_;  // the blocks of tensor-core operands (kiln_tile_smem16)
   std::map<const Value*, const Value*> for_result_;  // a for's carried block -> its result
   void finish_run(int64_t run);
 
@@ -579,11 +593,12 @@ class CudaEmitter final : public CLikeEmitter {
            c == OpCode::Store || c == OpCode::AtomicAdd;
   }
 
-  // Whether `code` indexes a block in shared memory.
+  // Whether `code` indexes a block in shared memory (name[...], or a run's name.store_run).
   bool uses_shared(const std::string& code) const {
     for (const std::string& name : shared_names_)
-      for (size_t at = 0; (at = code.find(name + "[", at)) != std::string::npos; at += name.size())
-        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
+      for (const std::string& use : {name + "[", name + ".store_run("})
+        for (size_t at = 0; (at = code.find(use, at)) != std::string::npos; at += name.size())
+          if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
     return false;
   }
 
@@ -649,7 +664,12 @@ void CudaEmitter::choose_runs(const Program& p) {
 // element accesses: it cannot run twice.
 void CudaEmitter::finish_run(int64_t run) {
   in_run_ = false;
-  if (run_loads_.empty() && run_stores_.empty()) {
+  // The run's writes of a tensor-core operand (16-bit, in shared memory): one store per run.
+  std::vector<std::string> packed;
+  const std::string loop_text = out().text().substr(run_body_at_);
+  for (const std::string& name : operand16_)
+    if (!run_atomic_ && loop_text.find(" " + name + "[_i] = ") != std::string::npos) packed.push_back(name);
+  if (run_loads_.empty() && run_stores_.empty() && packed.empty()) {
     out().close();
     return;
   }
@@ -687,6 +707,10 @@ void CudaEmitter::finish_run(int64_t run) {
     w.line(s.type + "* _sp" + id + "[" + n + "];");
     w.line("bool _sm" + id + "[" + n + "] = {};");
     w.line(s.type + " _sv" + id + "[" + n + "];");
+  }
+  for (size_t k = 0; k < packed.size(); ++k) {
+    w.line("float _pk" + std::to_string(k) + "[" + n + "];");
+    body = replace_all(body, " " + packed[k] + "[_i] = ", " _pk" + std::to_string(k) + "[_v] = ");
   }
   if (!run_loads_.empty()) {
     std::string addresses;
@@ -740,6 +764,7 @@ void CudaEmitter::finish_run(int64_t run) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
     w.line("kiln_tile_vstore(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
   }
+  for (size_t k = 0; k < packed.size(); ++k) w.line(packed[k] + ".store_run(_e, _pk" + std::to_string(k) + ");");
 }
 
 void CudaEmitter::emit_program(const std::string& body) {
@@ -935,6 +960,7 @@ bool CudaEmitter::declare_mma_block(const std::string& name, const std::string& 
     shared_names_.push_back(name);
     shared_bytes_ += (n * 2 + 15) / 16 * 16;
     if (shared_bytes_ > kMaxSharedBytes) return false;  // (declared as a block: its error)
+    operand16_.insert(name);
     out().line("const kiln_tile_smem16<" + std::string(v->type.dtype == kBFloat16 ? "true" : "false") + ", " +
                std::to_string(v->type.shape.back()) + "> " + name + "{reinterpret_cast<uint16_t*>(kiln_tile_smem + " +
                std::to_string(at) + ")};");
