@@ -290,6 +290,18 @@ __device__ inline int kiln_tile_swizzle(int i) {
   const int key = ROW % 64 == 0 ? i / ROW : 64 % ROW == 0 ? i >> 6 : 0;
   return (i & ~63) | ((((i >> 3) ^ key) & 7) << 3) | (i & 7);
 }
+#if !defined(KILN_TILE_EMULATED)  // (the host emulation of the tests has its own)
+// 16 bytes global -> shared without registers (cp.async.cg: through L2 only); complete at
+// the next kiln_tile_cp_async_wait_all.
+__device__ inline void kiln_tile_cp_async16(uint16_t* dst, const uint16_t* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
+}
+__device__ inline void kiln_tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// The copies issued since the last commit form a group; wait<N>: all but the N newest groups done.
+__device__ inline void kiln_tile_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ inline void kiln_tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#endif
 template <bool BF16>
 struct kiln_tile_half_ref {
   uint16_t* p;
@@ -312,6 +324,17 @@ struct kiln_tile_smem16 {
     if constexpr (R == 8) *reinterpret_cast<uint4*>(at) = uint4{w[0], w[1], w[2], w[3]};
     else if constexpr (R == 4) *reinterpret_cast<uint2*>(at) = uint2{w[0], w[1]};
     else *reinterpret_cast<unsigned*>(at) = w[0];
+  }
+  // A run of 8 elements from e (a multiple of 8) loaded from the pointers p where m: one
+  // 16-byte cp.async (global -> shared, no registers) when the run is whole, contiguous and
+  // aligned; else element by element (other where masked), synchronously.
+  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other) const {
+    if (kiln_tile_whole_run(src, m, 16)) {
+      kiln_tile_cp_async16(p + kiln_tile_swizzle<ROW>(e), src[0]);
+    } else {
+#pragma unroll
+      for (int i = 0; i < 8; ++i) (*this)[e + i] = m[i] ? (BF16 ? ks::bfloat16_to_float(*src[i]) : ks::float16_to_float(*src[i])) : other;
+    }
   }
 };
 #if !defined(KILN_TILE_EMULATED)  // (the host emulation of the tests has its own)
@@ -422,6 +445,7 @@ class CudaEmitter final : public CLikeEmitter {
     if (serial_) return CLikeEmitter::begin_elements(shape);
     loop_at_ = out().text().size();
     loop_writes_memory_ = false;
+    loop_copies_ = false;
     if (in_mma_layout(shape)) return begin_mma_elements();
     const int64_t n = numel(shape);
     const Layout l = layout(n);
@@ -472,7 +496,9 @@ class CudaEmitter final : public CLikeEmitter {
       out().close();
     }
     // A loop that touches only registers (and reads global memory) needs no barrier after it.
+    if (loop_copies_) out().line("kiln_tile_cp_async_wait_all();");
     if (sync_after_ && (loop_writes_memory_ || uses_shared(out().text().substr(loop_at_)))) out().line("__syncthreads();");
+    if (loop_copies_) out().line(kCopyEnd);
     in_elements_ = false;
   }
   // A block only ever read at the thread's own elements lives in registers; any other in the
@@ -500,6 +526,7 @@ class CudaEmitter final : public CLikeEmitter {
   // Each per-element loop ends with a barrier already (end_elements).
   void barrier() override {}
   void emit_program(const std::string& body) override;
+  std::string pipeline_loads(const std::string& body);
   void emit_reduce(const Op& op) override;
   void emit_scan(const Op& op) override;
   void emit_dot(const Op& op) override;
@@ -542,6 +569,9 @@ class CudaEmitter final : public CLikeEmitter {
     int64_t per_thread() const { return mt * nt * 4; }
   };
   static constexpr int64_t kMaxAccumulators = 128;  // per thread
+  // Around an operand's declaration and its cp.async loop, for pipeline_loads (which removes them).
+  static constexpr const char* kCopyBegin = "// @@copy-begin@@";
+  static constexpr const char* kCopyEnd = "// @@copy-end@@";
   void choose_mma(const Program& p);
   bool in_mma_layout(const std::vector<int64_t>& shape) const { return mma_ && shape == mma_->shape; }
   ElementIndex begin_mma_elements();
@@ -596,7 +626,7 @@ class CudaEmitter final : public CLikeEmitter {
   // Whether `code` indexes a block in shared memory (name[...], or a run's name.store_run).
   bool uses_shared(const std::string& code) const {
     for (const std::string& name : shared_names_)
-      for (const std::string& use : {name + "[", name + ".store_run("})
+      for (const std::string& use : {name + "[", name + ".store_run(", name + ".copy_run("})
         for (size_t at = 0; (at = code.find(use, at)) != std::string::npos; at += name.size())
           if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
     return false;
@@ -613,6 +643,7 @@ class CudaEmitter final : public CLikeEmitter {
   mutable int next_access_ = 0;
   size_t loop_at_ = 0;                     // where the per-element loop being written starts
   mutable bool loop_writes_memory_ = false;  // it stores or has an atomic
+  bool loop_copies_ = false;                 // it issues cp.async copies (waited for at its end)
   std::vector<std::string> shared_names_;  // the blocks in shared memory
   int64_t shared_bytes_ = 0;
   std::map<std::string, const Value*> by_array_;
@@ -673,6 +704,26 @@ void CudaEmitter::finish_run(int64_t run) {
     out().close();
     return;
   }
+  // A loop that only loads a 16-bit operand (8-element runs) into its block: cp.async.
+  std::string copy_to, copy_other;
+  if (packed.size() == 1 && run_loads_.size() == 1 && run_stores_.empty() && run == 8) {
+    const Value* v = block_named(packed[0]);
+    const Op* load = v ? v->def : nullptr;
+    const Value* other = load && load->operands.size() > 2 ? load->operands[2] : nullptr;  // a number, where masked
+    bool only = load && load->code == OpCode::Load &&
+                (!other || !other->type.is_block() || (other->def && (other->def->code == OpCode::Constant || other->def->code == OpCode::Splat)));
+    const std::string body = loop_text;
+    for (size_t at = 0; only && at < body.size();) {  // nothing but declarations and the block's write
+      const size_t nl = body.find('\n', at);
+      const size_t end = nl == std::string::npos ? body.size() : nl + 1;
+      const std::string line = body.substr(at, end - at);
+      const size_t text_at = line.find_first_not_of(' ');
+      only = text_at == std::string::npos || line.compare(text_at, 6, "const ") == 0 ||
+             line.compare(text_at, packed[0].size() + 7, packed[0] + "[_i] = ") == 0;
+      at = end;
+    }
+    if (only) copy_to = packed[0], copy_other = other ? element(other, std::vector<std::string>(size_t(other->type.rank()), "0")) : "0.0f";
+  }
   auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
     return s;
@@ -700,7 +751,7 @@ void CudaEmitter::finish_run(int64_t run) {
     const std::string id = l.token.substr(4, l.token.size() - 6);
     w.line(l.type + "* _lp" + id + "[" + n + "];");
     w.line("bool _lm" + id + "[" + n + "] = {};");
-    w.line(l.type + " _lv" + id + "[" + n + "] = {};");
+    if (copy_to.empty()) w.line(l.type + " _lv" + id + "[" + n + "] = {};");
   }
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
@@ -734,6 +785,12 @@ void CudaEmitter::finish_run(int64_t run) {
       body = replace_all(body, "*" + l.token, "_lv" + id + "[_v]");
     }
     loop(addresses);
+    if (!copy_to.empty()) {
+      const std::string id = run_loads_[0].token.substr(4, run_loads_[0].token.size() - 6);
+      w.line(copy_to + ".copy_run(_e, _lp" + id + ", _lm" + id + ", " + copy_other + ");");
+      loop_copies_ = true;
+      return;
+    }
     for (const RunAccess& l : run_loads_) {
       const std::string id = l.token.substr(4, l.token.size() - 6);
       w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
@@ -767,7 +824,114 @@ void CudaEmitter::finish_run(int64_t run) {
   for (size_t k = 0; k < packed.size(); ++k) w.line(packed[k] + ".store_run(_e, _pk" + std::to_string(k) + ");");
 }
 
-void CudaEmitter::emit_program(const std::string& body) {
+// Software pipelining of a for loop's tensor-core operand loads by num_stages (S): a loop whose
+// body starts with scalars and the operands' cp.async loops (copy-begin .. copy-end: the
+// declaration, the loop, its wait and barrier) gets S copies of the kernel's shared memory, one
+// stage each; the copies of the first S - 1 iterations are issued before the loop, and each
+// iteration issues those of iteration + S - 1 (into the stage the previous one has finished
+// reading: the barrier after its dot), then waits for its own (cp.async.wait_group S - 1) and
+// computes on its stage. Any other shape is left as it is (each iteration waits for its loads).
+std::string CudaEmitter::pipeline_loads(const std::string& body) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < body.size();) {
+    size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    lines.push_back(body.substr(at, nl - at));
+    at = nl + 1;
+  }
+  auto trimmed = [](const std::string& l) { return l.substr(std::min(l.size(), l.find_first_not_of(' '))); };
+  auto indent = [](const std::string& l) { return l.find_first_not_of(' '); };
+  auto join = [&](const std::vector<std::string>& ls) {
+    std::string t;
+    for (const std::string& l : ls)
+      if (trimmed(l) != kCopyBegin && trimmed(l) != kCopyEnd) t += l + "\n";
+    return t;
+  };
+  const int S = program().meta.num_stages;
+  size_t b = 0;
+  while (b < lines.size() && trimmed(lines[b]) != kCopyBegin) ++b;
+  if (S < 2 || b == lines.size() || shared_bytes_ * S > kMaxSharedBytes) return join(lines);
+  const size_t in = indent(lines[b]);
+  size_t h = b;  // the body's first line: after the for's header, its comment and scalars
+  while (h > 0 && indent(lines[h - 1]) == in && (trimmed(lines[h - 1]).rfind("const ", 0) == 0 || trimmed(lines[h - 1]).rfind("// for", 0) == 0))
+    --h;
+  if (h == 0 || in < 2 || indent(lines[h - 1]) != in - 2) return join(lines);
+  // for (T X = LO; X < HI; X += STEP) {
+  const std::string header = trimmed(lines[h - 1]);
+  const size_t eq = header.find(" = "), semi = header.find("; "), lt = header.find(" < "), semi2 = header.find("; ", semi + 2),
+               inc = header.find(" += ");
+  if (header.rfind("for (", 0) != 0 || eq == std::string::npos || semi == std::string::npos || lt == std::string::npos ||
+      semi2 == std::string::npos || inc == std::string::npos || header.size() < 3 || header.compare(header.size() - 3, 3, ") {") != 0)
+    return join(lines);
+  const std::string decl = header.substr(5, eq - 5);  // "T X"
+  const std::string X = decl.substr(decl.rfind(' ') + 1), lo = header.substr(eq + 3, semi - eq - 3);
+  const std::string hi = header.substr(lt + 3, semi2 - lt - 3), step = header.substr(inc + 4, header.size() - 3 - inc - 4);
+  if (header.substr(semi + 2, lt - semi - 2) != X) return join(lines);
+  std::vector<std::string> scalars, copies, decls;
+  for (size_t i = h; i < b; ++i)
+    if (trimmed(lines[i]).rfind("// for", 0) != 0) scalars.push_back(lines[i]);
+  size_t i = b;
+  const std::string stage_bytes = std::to_string(shared_bytes_);
+  while (i < lines.size() && trimmed(lines[i]) == kCopyBegin) {
+    // the declaration, at its stage: kiln_tile_smem + OFF) -> kiln_tile_smem + OFF + _stage * bytes)
+    if (i + 1 >= lines.size() || lines[i + 1].find("kiln_tile_smem16<") == std::string::npos) return join(lines);
+    std::string d = lines[i + 1];
+    const size_t off = d.find("kiln_tile_smem + "), close = d.find(')', off);
+    if (off == std::string::npos || close == std::string::npos) return join(lines);
+    d = d.substr(0, close) + " + _stage * " + stage_bytes + d.substr(close);
+    decls.push_back(d);
+    copies.push_back(d);
+    size_t e = i + 2;
+    while (e < lines.size() && trimmed(lines[e]) != kCopyEnd && trimmed(lines[e]) != kCopyBegin) ++e;
+    if (e >= lines.size() || trimmed(lines[e]) != kCopyEnd || trimmed(lines[e - 1]) != "__syncthreads();" ||
+        trimmed(lines[e - 2]) != "kiln_tile_cp_async_wait_all();")
+      return join(lines);
+    copies.insert(copies.end(), lines.begin() + long(i) + 2, lines.begin() + long(e) - 2);  // the loop
+    i = e + 1;
+  }
+  size_t end = i;  // the for's closing brace
+  while (end < lines.size() && !(indent(lines[end]) == in - 2 && trimmed(lines[end]) == "}")) ++end;
+  if (end == lines.size()) return join(lines);
+  for (size_t k = i; k < end; ++k)
+    if (trimmed(lines[k]) == kCopyBegin) return join(lines);  // other copies in the loop
+  shared_bytes_ *= S;
+  const std::string pad(in - 2, ' '), ss = std::to_string(S);
+  std::vector<std::string> o(lines.begin(), lines.begin() + long(h) - 1);
+  auto issue = [&](const std::string& at, const std::string& stage) {  // the copies of iteration `at`
+    o.push_back(pad + "  {");
+    o.push_back(pad + "    const " + decl + " = " + at + ";");
+    o.push_back(pad + "    const int _stage = " + stage + ";");
+    o.push_back(pad + "    if (" + X + " < " + hi + ") {");
+    o.insert(o.end(), scalars.begin(), scalars.end());
+    o.insert(o.end(), copies.begin(), copies.end());
+    o.push_back(pad + "    }");
+    o.push_back(pad + "  }");
+    o.push_back(pad + "  kiln_tile_cp_async_commit();");
+  };
+  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + std::to_string(S - 1) +
+              " iterations' issued here");
+  o.push_back(pad + "int _pipe_it = 0;");
+  o.push_back(pad + "#pragma unroll");
+  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + std::to_string(S - 1) + "; ++_pipe_s) {");
+  issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
+  o.push_back(pad + "}");
+  o.push_back(lines[h - 1]);
+  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read");
+  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + std::to_string(S - 1) + " * (" + step + ");");
+  issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
+  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1) + ">();  // this iteration's");
+  o.push_back(pad + "  __syncthreads();");
+  o.push_back(pad + "  const int _stage = _pipe_it % " + ss + ";");
+  for (size_t k = h; k < b; ++k) o.push_back(lines[k]);
+  o.insert(o.end(), decls.begin(), decls.end());
+  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(end));
+  o.push_back(pad + "  ++_pipe_it;");
+  o.insert(o.end(), lines.begin() + long(end), lines.end());
+  return join(o);
+}
+
+void CudaEmitter::emit_program(const std::string& unpipelined) {
+  const std::string body = pipeline_loads(unpipelined);
   const Program& p = program();
   std::string meta;
   for (const auto& [n, v] : p.meta.constexprs) meta += (meta.empty() ? "" : ", ") + n + "=" + v.str();
@@ -961,6 +1125,7 @@ bool CudaEmitter::declare_mma_block(const std::string& name, const std::string& 
     shared_bytes_ += (n * 2 + 15) / 16 * 16;
     if (shared_bytes_ > kMaxSharedBytes) return false;  // (declared as a block: its error)
     operand16_.insert(name);
+    out().line(kCopyBegin);
     out().line("const kiln_tile_smem16<" + std::string(v->type.dtype == kBFloat16 ? "true" : "false") + ", " +
                std::to_string(v->type.shape.back()) + "> " + name + "{reinterpret_cast<uint16_t*>(kiln_tile_smem + " +
                std::to_string(at) + ")};");

@@ -41,6 +41,10 @@ static inline void __syncthreads() { pthread_barrier_wait(&kiln_emu_barrier); }
 // Tensor cores (the PTX ISA's fragment layouts): each lane's registers or row address through
 // a slot per thread; declared here, defined after the prelude (kEmulationAfter).
 #define KILN_TILE_EMULATED 1
+static inline void kiln_tile_cp_async16(uint16_t* dst, const uint16_t* src) { std::memcpy(dst, src, 16); }
+static inline void kiln_tile_cp_async_wait_all() {}
+static inline void kiln_tile_cp_async_commit() {}
+template <int N> static inline void kiln_tile_cp_async_wait() {}
 template <int N, bool TRANS> static void kiln_tile_ldmatrix(unsigned* r, const uint16_t* row);
 template <bool BF16> static void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b);
 static unsigned long long kiln_emu_lane[1024];
