@@ -35,7 +35,9 @@ inline Program vector_add(int64_t block) {
 // One program per row of cols (== BLOCK) elements; fp32 math, bf16 in and out.
 inline Program softmax(int64_t cols) {
   Builder b("softmax");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  // 256 threads, 32 elements each: 64 registers at 16 warps (one 512-thread block per 4 of an
+  // SM's 2048 threads) against fewer barriers and half the partial results to combine.
+  b.set_num_warps(8);
   auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
   auto row = b.program_id(0).to(kInt64) * cols;
   auto offs = b.arange(0, cols);
@@ -97,9 +99,10 @@ inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
 // c[M, N] = a[M, K] @ b[K, N], bf16 in memory (row-major, contiguous), f32 accumulators:
 // tests/unit/tile/tile_kernels.h's blocked matmul, one program per BM x BN tile of c and a
 // loop over K in BK steps. Its dot runs on tensor cores (docs/tile.md).
-inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps) {
+inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps, int num_stages = 3) {
   Builder b("matmul_bf16");
   b.set_num_warps(num_warps);
+  b.set_num_stages(num_stages);
   auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kBFloat16);
   auto M = b.arg_int("M"), N = b.arg_int("N"), K = b.arg_int("K");
   const int64_t BM = b.constexpr_int("BM", bm), BN = b.constexpr_int("BN", bn), BK = b.constexpr_int("BK", bk);

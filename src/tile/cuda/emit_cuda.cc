@@ -332,8 +332,10 @@ struct kiln_tile_smem16 {
     if (kiln_tile_whole_run(src, m, 16)) {
       kiln_tile_cp_async16(p + kiln_tile_swizzle<ROW>(e), src[0]);
     } else {
+      uint16_t* at = p + kiln_tile_swizzle<ROW>(e);  // (the run keeps its order inside its chunk)
+      const uint16_t o = BF16 ? ks::float_to_bfloat16(other) : ks::float_to_float16(other);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) (*this)[e + i] = m[i] ? (BF16 ? ks::bfloat16_to_float(*src[i]) : ks::float16_to_float(*src[i])) : other;
+      for (int i = 0; i < 8; ++i) at[i] = m[i] ? *src[i] : o;
     }
   }
 };
@@ -471,6 +473,13 @@ class CudaEmitter final : public CLikeEmitter {
     }
     ElementIndex e;
     const std::vector<int64_t> rm = row_major(shape);
+    // Where no run crosses a row (the last dim of size > 1 a multiple of the run), a run's
+    // indices are the run's start's but along that dim, + _v: so its addresses are visibly
+    // consecutive, and the run-wide access's tests fold to the first element's.
+    size_t last = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] > 1) last = d;
+    const bool by_row = l.run > 1 && last > 0 && shape[last] % l.run == 0;
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) {
         e.dims.push_back("0");
@@ -478,6 +487,7 @@ class CudaEmitter final : public CLikeEmitter {
       }
       std::string at = rm[d] == 1 ? "_i" : "_i / " + std::to_string(rm[d]);
       if (d > 0) at = "(" + at + ") % " + std::to_string(shape[d]);
+      if (by_row) at = d == last ? "_e % " + std::to_string(shape[d]) + " + _v" : "_e / " + std::to_string(rm[d]) + (d > 0 ? " % " + std::to_string(shape[d]) : "");
       e.dims.push_back("(" + at + ")");
     }
     e.linear = "_i";
