@@ -98,7 +98,10 @@ inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
 
 // c[M, N] = a[M, K] @ b[K, N], bf16 in memory (row-major, contiguous), f32 accumulators:
 // tests/unit/tile/tile_kernels.h's blocked matmul, one program per BM x BN tile of c and a
-// loop over K in BK steps. Its dot runs on tensor cores (docs/tile.md).
+// loop over K in BK steps. Its dot runs on tensor cores (docs/cuda.md). The grid is 1-D,
+// cdiv(M, BM) * cdiv(N, BN) programs, in groups of 8 tile rows: consecutive programs take the
+// tiles of 8 rows column by column, so the blocks running at once share their a and b panels
+// in L2 (rather than every column of tiles reading all of a).
 inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps, int num_stages = 3) {
   Builder b("matmul_bf16");
   b.set_num_warps(num_warps);
@@ -106,8 +109,14 @@ inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps, int num
   auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kBFloat16);
   auto M = b.arg_int("M"), N = b.arg_int("N"), K = b.arg_int("K");
   const int64_t BM = b.constexpr_int("BM", bm), BN = b.constexpr_int("BN", bn), BK = b.constexpr_int("BK", bk);
-  auto rm = b.program_id(0) * BM + b.arange(0, BM);
-  auto rn = b.program_id(1) * BN + b.arange(0, BN);
+  const int64_t group = 8;
+  auto pid = b.program_id(0);
+  auto tiles_m = b.floor_divide(M + (BM - 1), BM), tiles_n = b.floor_divide(N + (BN - 1), BN);
+  auto first_m = b.floor_divide(pid, tiles_n * group) * group;
+  auto rows = b.minimum(tiles_m - first_m, group);  // the group's tile rows (fewer in the last)
+  auto in_group = pid % (tiles_n * group);
+  auto rm = (first_m + in_group % rows) * BM + b.arange(0, BM);
+  auto rn = b.floor_divide(in_group, rows) * BN + b.arange(0, BN);
   auto rk = b.arange(0, BK);
   auto acc = b.for_loop(0, K, BK, {b.zeros({BM, BN})}, [&](Val k, const std::vector<Val>& carried) {
     auto ka = k + rk;

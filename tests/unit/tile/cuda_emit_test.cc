@@ -17,6 +17,7 @@
 #include "tile/passes/passes.h"
 #include "support/golden.h"
 #include "support/test_util.h"
+#include "tests/unit/tile/cuda_cases.h"
 #include "tests/unit/tile/cuda_kernels.h"
 
 namespace kiln::tile {
@@ -169,6 +170,21 @@ TEST(TileCudaEmit, Bf16DotRunsOnTensorCores) {
   // 2 runs of a and of b per thread: 2 x 4 copies for the first 2 iterations, 4 in the loop.
   EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.cg.shared.global"), 12);
   EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.wait_group 2"), 1);
+}
+
+// The benchmark's matmul kernel is a matmul whose grouped tile order covers every tile once: on
+// the CPU backend at 10 x 3 tiles (a group of 8 tile rows, then a short one of 2) against eager
+// matmul (the CUDA cases compare with the same kernel on the CPU, which cannot see that).
+TEST(TileCudaEmit, BenchMatmulCoversEveryTileInGroupedOrder) {
+  const int64_t M = 160, N = 48, K = 40;
+  Tensor a = randn({M, K}).to(kBFloat16), b = randn({K, N}).to(kBFloat16), c = zeros({M, N}, kBFloat16);
+  std::vector<cpu::Arg> args;
+  args.emplace_back(a);
+  args.emplace_back(b);
+  args.emplace_back(c);
+  for (int64_t v : {M, N, K}) args.emplace_back(v);
+  cpu::compile(gpu_bench::matmul(16, 16, 16, 4)).launch(cpu::Grid(10 * 3), args);
+  test::expect_near(c, kiln::matmul(a.to(kFloat32), b.to(kFloat32)).to(kBFloat16), 8e-3, "bench matmul");
 }
 
 // The code generator's kernels for the graphs of tests/golden/kernels/ (what the CPU goldens show
