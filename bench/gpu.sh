@@ -167,7 +167,7 @@ if [ -x "$BUILD/kiln_tests" ] && command -v compute-sanitizer >/dev/null; then
     "$BUILD/kiln_tests" --gtest_filter='CudaGpu*:-*OutOfMemory*:*ALaunchError*' --gtest_brief=1
 fi
 if [ -x "$BUILD/kiln_tests" ] && [ "${GPU_SH_FULL_CTEST:-1}" = 1 ]; then
-  step "ctest (all but gpu, $JOBS jobs)" 60 240 ctest --test-dir "$BUILD" -LE gpu -j "$JOBS" --timeout 120
+  step "ctest (all but gpu, $JOBS jobs)" 60 240 ctest --test-dir "$BUILD" -LE gpu -j "$JOBS" --timeout 600
 fi
 
 # --- 7. the summary
