@@ -563,6 +563,42 @@ class Emitter {
     return exprs_[e] = v;
   }
 
+  // The index e of an indirect Load / Index x: its gather variables g<k> bound to its args'
+  // values for this expression only (another load's g0 is another value).
+  Val indirect(const Value* x, const ExprPtr& e) {
+    if (x->args.empty()) return expr(e);
+    std::vector<Val> at;
+    for (const Value* a : x->args) at.push_back(value(a).to(kInt64));
+    const auto vars = vars_;
+    const auto exprs = exprs_;
+    for (size_t k = 0; k < at.size(); ++k) {
+      // (the variable's extent, as the index mentions it)
+      std::function<void(const ExprPtr&)> bind = [&](const ExprPtr& s) {
+        size_t j;
+        if (is_gather_var(s, &j) && j == k) vars_[s] = at[k];
+        for (const ExprPtr& c : s->args) bind(c);
+      };
+      bind(e);
+    }
+    const Val v = expr(e);  // (exprs_ holds no g<k> outside this function: they are dropped here)
+    vars_ = vars;
+    exprs_ = exprs;
+    return v;
+  }
+  // Whether x changes along the reduction variables (an indirect load: its index values too).
+  bool moved_by_r(const Value* x) {
+    if (rvars_.empty()) return true;
+    auto it = moved_.find(x);
+    if (it != moved_.end()) return it->second;
+    bool m = false;
+    if (x->index) {
+      const ExprPtr e = substitute(x->index, subst_);
+      for (const ExprPtr& r : rvars_) m |= contains(e, r);
+    }
+    for (const Value* a : x->args) m = m || moved_by_r(a);
+    return moved_[x] = m;
+  }
+
   Val value(const Value* x) {
     auto it = values_.find(x);
     if (it != values_.end()) return it->second;
@@ -575,16 +611,15 @@ class Emitter {
           break;
         }
         const ExprPtr e = substitute(x->index, subst_);
-        const Val at = expr(e);
+        const Val at = indirect(x, e);
         // A load the reduction variables do not move needs only the rows' mask (and is one per row).
-        bool moves = rvars_.empty();
-        for (const ExprPtr& r : rvars_) moves |= contains(e, r);
+        const bool moves = moved_by_r(x);
         const Val m = moves ? mask_ : xmask_;
         v = m.defined() ? b_.load(ptrs_.at(x->buffer) + at, m) : b_.load(ptrs_.at(x->buffer) + at);
         break;
       }
       case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
-      case ValueKind::Index: v = index(x->index).to(x->dtype); break;
+      case ValueKind::Index: v = indirect(x, substitute(x->index, subst_)).to(x->dtype); break;
       case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
       case ValueKind::Call: {
         std::vector<Operand> args;
@@ -603,6 +638,7 @@ class Emitter {
   std::map<std::string, Val> symbols_;
   std::map<ExprPtr, Val> vars_, exprs_;
   std::map<const Value*, Val> values_;
+  std::map<const Value*, bool> moved_;  // moved_by_r's answers
   Val mask_, xmask_;                    // the lanes in range; reductions: xmask_, the rows'
   std::map<int, Val> row_values_;       // row groups: per buffer, a row's value in registers
   std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones

@@ -1,0 +1,72 @@
+// gather and index_select (embedding, nll_loss and cross_entropy's target pick decompose to
+// them) as indirect loads: out[i] = self[i with `dim` replaced by the index's value there], a
+// function of the index like any pointwise value, so a reader inlines it and the gathered
+// operand is never materialized (cross_entropy reads its log-softmax at one column per row).
+// The index value is checked in the kernel: in [0, size) it is the position; outside it the
+// load reads position 0 (memory stays safe) and the result is NaN for floating dtypes and 0
+// otherwise (a compiled kernel raises no error; eager does).
+#include "inductor/lower/lower.h"
+#include "ops/meta/meta_util.h"
+#include "tile/prims.h"
+
+#include <limits>
+
+namespace kiln::inductor {
+
+bool lower_gather(Lowering& L, const graph::Node& n) {
+  const bool is_gather = n.op == ops::OpId::gather;
+  if ((!is_gather && n.op != ops::OpId::index_select) || n.outputs.size() != 1) return false;
+  const std::vector<graph::Value*> ins = n.inputs();
+  if (ins.size() != 2) return false;
+  const graph::Value *self = ins[0], *index = ins[1], *out = n.outputs[0];
+  for (const graph::Value* v : {self, index, out})
+    if (!v->spec.device.is_cpu()) return false;
+  const DType dt = out->spec.dtype;
+  const int64_t rank = int64_t(self->spec.sizes.size());
+  if (rank == 0 || !is_integral(index->spec.dtype) || !tile::prim_supports(ops::OpId::where, dt)) return false;
+  if (is_gather ? index->spec.sizes.size() != size_t(rank) : index->spec.sizes.size() > 1) return false;
+  const size_t dim = size_t(ops::wrap_dim(std::get<int64_t>(n.args.at(1)), rank));
+  const SymInt size = self->spec.sizes[dim];
+  if (sym::statically_known_equal(size, SymInt(0))) return false;  // (nothing to read: eager's error)
+
+  Def d;
+  d.dtype = dt;
+  d.sizes = out->spec.sizes;
+  d.ops = 6;
+  Loader at = L.loader(index), src = L.loader(self);  // (may realize them)
+  for (const graph::Value* v : {index, self}) {
+    const Def& a = L.def(v);
+    if (a.buffer >= 0) {
+      d.reads += 1;
+    } else {  // inlined: its work and origins become this function's
+      d.ops += a.ops, d.reads += a.reads;
+      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
+    }
+  }
+  Program& P = L.prog();
+  const bool one_index = index->spec.sizes.empty();
+  const kiln::Scalar poison = is_floating(dt) ? kiln::Scalar(std::numeric_limits<double>::quiet_NaN())
+                             : dt == kBool    ? kiln::Scalar(false)
+                                              : kiln::Scalar(int64_t(0));
+  d.fn = [&P, at, src, is_gather, one_index, dim, size, dt, poison](const Index& i) {
+    const Value* t = P.cast(at(is_gather ? i : one_index ? Index{} : Index{i.at(dim)}), kInt64);
+    const Value* zero = P.constant(kiln::Scalar(int64_t(0)), kInt64);
+    const Value* n = P.constant(kiln::Scalar(size.hint()), kInt64);
+    if (size.is_symbolic()) {  // the size symbol's value
+      Value v;
+      v.kind = ValueKind::Index;
+      v.dtype = kInt64;
+      v.index = size.as_expr();
+      n = P.make(std::move(v));
+    }
+    const Value* in_range =
+        P.call(ops::OpId::logical_and, {P.call(ops::OpId::ge, {t, zero}, kBool), P.call(ops::OpId::lt, {t, n}, kBool)}, kBool);
+    Index s = i;  // one position along dim: no gather variable
+    s[dim] = known_one(size) ? sym::constant(0) : P.gather_symbol(P.call(ops::OpId::where, {in_range, t, zero}, kInt64), size);
+    return P.call(ops::OpId::where, {in_range, src(s), P.constant(poison, dt)}, dt);
+  };
+  L.set(out, std::move(d));
+  return true;
+}
+
+}  // namespace kiln::inductor
