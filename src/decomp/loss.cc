@@ -162,8 +162,9 @@ Tensor class_view(const Tensor& w, const Tensor& x) {
 // ignored) and the per-element target weight (0 where ignored), the weighted mean's denominator.
 std::pair<Tensor, Tensor> nll_parts(const Tensor& lp, const Tensor& t, const Tensor& w, int64_t ignore_index) {
   const int64_t cd = class_dim(lp);
-  Tensor valid = ne(t, num(double(ignore_index)));
-  Tensor safe = where(valid, t, num(0));
+  // (integer numbers: the targets stay integers, exact past 2^24 classes, no float casts per row)
+  Tensor valid = ne(t, ops::scalar_to_tensor(Scalar(ignore_index)));
+  Tensor safe = where(valid, t, ops::scalar_to_tensor(Scalar(int64_t(0))));
   if (safe.dtype() != kInt64) safe = convert_element_type(safe, kInt64);
   Tensor picked = squeeze(gather(lp, cd, unsqueeze(safe, cd)), IntList{cd});
   Tensor tw = w.defined() ? reshape(index_select(w, 0, reshape(safe, {-1})), t.sym_sizes()) : Tensor();
