@@ -419,7 +419,10 @@ class Parser {
   // returns their values (the load's args). None: a plain load.
   std::vector<const Value*> gather_vars(DType implied) {
     std::vector<const Value*> args;
-    if (!lx_.accept("(")) return args;
+    // ("(" alone may open an index expression: a gather variable's name and "<" follow it here)
+    if (!lx_.at_punct("(") || lx_.peek(1).kind != Token::Ident || lx_.peek(2).kind != Token::Punct || lx_.peek(2).text != "<")
+      return args;
+    lx_.next();
     do {
       Token v = ident("a gather variable");
       lx_.expect("<");

@@ -5,6 +5,9 @@
 // The index value is checked in the kernel: in [0, size) it is the position; outside it the
 // load reads position 0 (memory stays safe) and the result is NaN for floating dtypes and 0
 // otherwise (a compiled kernel raises no error; eager does).
+// scatter_add with a few positions per row (gather's derivative: cross_entropy's backward adds the
+// gradient at the target column) is the reverse, a where on the position: out[i] = self[i] plus
+// src[i with dim = j] for each j whose index there equals i[dim], in j's order (as eager adds).
 #include "inductor/lower/lower.h"
 #include "ops/meta/meta_util.h"
 #include "tile/prims.h"
@@ -64,6 +67,60 @@ bool lower_gather(Lowering& L, const graph::Node& n) {
     Index s = i;  // one position along dim: no gather variable
     s[dim] = known_one(size) ? sym::constant(0) : P.gather_symbol(P.call(ops::OpId::where, {in_range, t, zero}, kInt64), size);
     return P.call(ops::OpId::where, {in_range, src(s), P.constant(poison, dt)}, dt);
+  };
+  L.set(out, std::move(d));
+  return true;
+}
+
+bool lower_scatter_add(Lowering& L, const graph::Node& n) {
+  constexpr int64_t kMostPositions = 4;  // index.size(dim): the where chain's length
+  if (n.op != ops::OpId::scatter_add || n.outputs.size() != 1) return false;
+  const std::vector<graph::Value*> ins = n.inputs();
+  if (ins.size() != 3) return false;
+  const graph::Value *self = ins[0], *index = ins[1], *src = ins[2], *out = n.outputs[0];
+  for (const graph::Value* v : {self, index, src, out})
+    if (!v->spec.device.is_cpu()) return false;
+  const DType dt = out->spec.dtype;
+  const SymShape &ss = self->spec.sizes, &is = index->spec.sizes;
+  const int64_t rank = int64_t(ss.size());
+  if (rank == 0 || is.size() != ss.size() || src->spec.sizes.size() != ss.size() || src->spec.dtype != dt ||
+      !is_integral(index->spec.dtype) || !tile::prim_supports(ops::OpId::add, dt) || !tile::prim_supports(ops::OpId::where, dt))
+    return false;
+  const size_t dim = size_t(ops::wrap_dim(std::get<int64_t>(n.args.at(1)), rank));
+  int64_t k = 0;
+  if (!sym::is_const(is[dim].as_expr(), &k) || k < 1 || k > kMostPositions) return false;
+  for (size_t d = 0; d < ss.size(); ++d)  // every element of self has its row of positions
+    if (d != dim && !sym::statically_known_equal(is[d], ss[d])) return false;
+
+  Def d;
+  d.dtype = dt;
+  d.sizes = out->spec.sizes;
+  d.ops = 3 * int(k);
+  Loader base = L.loader(self), at = L.loader(index), add = L.loader(src);
+  for (const graph::Value* v : {self, index, src}) {
+    const Def& a = L.def(v);
+    if (a.buffer >= 0) {
+      d.reads += 1;
+    } else {
+      d.ops += a.ops, d.reads += a.reads;
+      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
+    }
+  }
+  Program& P = L.prog();
+  d.fn = [&P, base, at, add, dim, k, dt](const Index& i) {
+    Value pos;  // i[dim] as a number
+    pos.kind = ValueKind::Index;
+    pos.dtype = kInt64;
+    pos.index = i.at(dim);
+    const Value* here = P.make(std::move(pos));
+    const Value* v = base(i);
+    for (int64_t j = 0; j < k; ++j) {
+      Index ij = i;
+      ij[dim] = sym::constant(j);
+      const Value* hit = P.call(ops::OpId::eq, {P.cast(at(ij), kInt64), here}, kBool);
+      v = P.call(ops::OpId::where, {hit, P.call(ops::OpId::add, {v, add(ij)}, dt), v}, dt);
+    }
+    return v;
   };
   L.set(out, std::move(d));
   return true;

@@ -1,4 +1,5 @@
-// gather / index_select lowered as indirect loads (lower/gather.cc): each against eager's kernel,
+// gather / index_select lowered as indirect loads and scatter_add of a few positions per row as a
+// where (lower/gather.cc): each against eager's kernel,
 // fused into its reader (no extern left), an out-of-range index (NaN, no crash), the text form of
 // an indirect load (print / parse round trip, its errors), and cross_entropy's pattern: the
 // log-softmax is never materialized.
@@ -105,6 +106,28 @@ TEST(InductorGather, PicksTheLogSoftmaxWithoutMaterializingIt) {
   const Tensor lp = log_softmax(x, 1);
   const double want = gather(lp, 1, t).sum().item<double>();
   EXPECT_NEAR(compile_graph(g)({x, t}).at(0).item<double>(), want, 1e-4);
+}
+
+// gather's derivative: scatter_add into zeros at one (or a few) positions per row, a where on the
+// column (duplicates add up in order, an out-of-range index adds nothing).
+TEST(InductorGather, ScatterAddOfAFewPositionsIsAWhere) {
+  const Tensor base = randn({4, 6}), src = randn({4, 2});
+  const Tensor idx = tensor<int64_t>({5, 0, 2, 2, 1, 4, 3, 3}, {4, 2});
+  auto g = graph_of(
+      "graph(%b: f32[4, 6], %i: i64[4, 2], %s: f32[4, 2]):\n"
+      "  %0: f32[4, 6] = scatter_add(%b, 1, %i, %s)\n"
+      "  %1: f32[4, 6] = mul(%0, %0)\n"
+      "  return (%1)\n");
+  expect_no_extern(g);
+  const Tensor want = scatter_add(base, 1, idx, src);
+  EXPECT_EQ(max_diff(compile_graph(g)({base, idx, src}).at(0), want * want), 0.0);
+  // Along dim 0 of an i64 tensor, one position per column.
+  auto g0 = graph_of(
+      "graph(%b: i64[3, 5], %i: i64[1, 5], %s: i64[1, 5]):\n"
+      "  %0: i64[3, 5] = scatter_add(%b, 0, %i, %s)\n"
+      "  return (%0)\n");
+  const Tensor b0 = randint(-9, 9, {3, 5}), i0 = randint(0, 3, {1, 5}), s0 = randint(-9, 9, {1, 5});
+  EXPECT_EQ(max_diff(compile_graph(g0)({b0, i0, s0}).at(0), scatter_add(b0, 0, i0, s0)), 0.0);
 }
 
 TEST(InductorGather, IndirectLoadPrintsAndParses) {
