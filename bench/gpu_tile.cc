@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
     std::vector<cuda::EmittedKernel> ks;
     for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::softmax(8192)),
-                       new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 4096))}) {
+                       new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 8192))}) {
       verify(*p);
       run_passes(*p, default_passes());
       ks.push_back(cuda::emit_kernel(*p));
@@ -121,7 +121,7 @@ int main(int argc, char** argv) {
     std::vector<int64_t> t(static_cast<size_t>(rows));
     for (int64_t i = 0; i < rows; ++i) t[size_t(i)] = (i * 7919) % vocab;
     rc::copy_sync(target.p, t.data(), t.size() * 8, rc::CopyKind::HostToDevice, nullptr);
-    const cuda::Kernel ce = cuda::compile(gb::cross_entropy(vocab, rows, 4096));
+    const cuda::Kernel ce = cuda::compile(gb::cross_entropy(vocab, rows, 8192));
     report("cross_entropy", "16384x32000", time_ms([&] { ce(cuda::Grid(rows), logits->ptr(), target.ptr(), loss.ptr()); }),
            double(rows) * vocab * 2);
   } catch (const kiln::Error& e) {

@@ -160,11 +160,12 @@ class GuardTree : public capture::ExternalGuards {
     Check check = Check::None;
     Snap snap;
     PyTypeObject* type = nullptr;  // Type
-    nb::object module;             // Module: the module (identity; the tree checks the counter)
+    nb::object module;             // Module: the module (identity; the tree checks its state)
+    int64_t state = 0;             // Module: its attribute state's number when the trace ended
     std::string label, where, traced_repr;
   };
 
-  explicit GuardTree(nb::object config) : config_(std::move(config)) {}
+  GuardTree(nb::object config, nb::object fingerprint) : config_(std::move(config)), fingerprint_(std::move(fingerprint)) {}
 
   int add(const std::string& src, int parent, nb::object a, nb::object b, nb::object name, const std::string& label) {
     Node n;
@@ -198,15 +199,26 @@ class GuardTree : public capture::ExternalGuards {
     return check_roots(&scope);
   }
 
-  // Modules are guarded by identity and by kiln.nn's counter of attribute assignments on any module
-  // (training mode, parameters, settings): one compare per call however many modules were read.
+  // Modules are guarded by identity and by the state of their attributes (training mode,
+  // settings, submodules: kiln.nn.module.state_fingerprint). The state is compared only after
+  // kiln.nn's counter of attribute assignments on any module moved: one compare per call
+  // otherwise, however many modules were read. So a train()/eval() switch selects the graph
+  // traced in that mode, and switching back finds the first again.
   void watch_modules() { watch_modules_ = true; }
-  void seal() { version_ = watch_modules_ ? counter() : 0; }  // at the end of the trace
+  void seal() {  // at the end of the trace
+    checked_ = watch_modules_ ? counter() : 0;
+    for (Node& n : nodes_)
+      if (n.check == Check::Module) n.state = state_of(n.module.ptr()).value_or(-1);
+  }
 
   std::optional<std::string> check_roots(CallRootsScope* roots) const {
-    if (watch_modules_ && counter() != version_)
-      return std::string("an attribute of a kiln.nn.Module the function uses was assigned since the trace (training mode, "
-                         "a parameter, a setting)");
+    if (watch_modules_ && counter() != checked_) {
+      for (const Node& n : nodes_)
+        if (n.check == Check::Module && state_of(n.module.ptr()) != n.state)
+          return n.label + " (a kiln.nn.Module the function uses) changed since the trace: its training mode, a "
+                           "setting or a submodule (" + (n.where.empty() ? "read by the function" : n.where) + ")";
+      checked_ = counter();  // every module's state is as traced: the next call compares the counter only
+    }
     std::vector<nb::object> vals(nodes_.size());
     for (size_t i = 0; i < nodes_.size(); i++) {
       const Node& n = nodes_[i];
@@ -244,13 +256,13 @@ class GuardTree : public capture::ExternalGuards {
 
   std::vector<std::string> describe() const override {
     std::vector<std::string> out;
-    if (watch_modules_) out.push_back("no attribute of any kiln.nn.Module assigned since the trace (modules the function uses)");
+    if (watch_modules_) out.push_back("the kiln.nn.Modules the function uses have the attributes they had (training mode, settings, submodules)");
     for (const Node& n : nodes_) {
       std::string at = n.where.empty() ? "" : " (" + n.where + ")";
       switch (n.check) {
         case Check::None: break;
         case Check::Type: out.push_back(n.label + ": of type " + std::string(n.type->tp_name) + at); break;
-        case Check::Module: out.push_back(n.label + ": the same module, no module attribute assigned since" + at); break;
+        case Check::Module: out.push_back(n.label + ": the same module, with the attributes it had (training mode, settings)" + at); break;
         case Check::Snap:
           out.push_back(n.label + (n.snap.kind == Snap::Kind::Value ? " == " + n.traced_repr
                                    : n.snap.kind == Snap::Kind::Seq || n.snap.kind == Snap::Kind::Map
@@ -275,6 +287,7 @@ class GuardTree : public capture::ExternalGuards {
 
   int traverse(visitproc visit, void* arg) const {
     Py_VISIT(config_.ptr());
+    Py_VISIT(fingerprint_.ptr());
     for (const Node& n : nodes_) {
       for (const nb::object* o : {&n.a, &n.b, &n.name, &n.module}) Py_VISIT(o->ptr());
       if (int r = n.snap.traverse(visit, arg)) return r;
@@ -285,11 +298,27 @@ class GuardTree : public capture::ExternalGuards {
 
  private:
   int64_t counter() const { return PyLong_AsLongLong(PyList_GET_ITEM(config_.ptr(), 0)); }
+  // The module's attribute state number (nullopt when computing it raised: the guard fails).
+  std::optional<int64_t> state_of(PyObject* module) const {
+    PyObject* r = PyObject_CallOneArg(fingerprint_.ptr(), module);
+    if (!r) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    int64_t v = PyLong_AsLongLong(r);
+    Py_DECREF(r);
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      return std::nullopt;
+    }
+    return v;
+  }
 
   std::vector<Node> nodes_;
   bool watch_modules_ = false;
-  int64_t version_ = 0;
-  nb::object config_;  // kiln.nn.module._config: [the attribute-assignment counter]
+  mutable int64_t checked_ = 0;  // the counter when the modules' states last checked out
+  nb::object config_;       // kiln.nn.module._config: [the attribute-assignment counter]
+  nb::object fingerprint_;  // kiln.nn.module.state_fingerprint
 };
 
 // A tree attached to a graph: the engine holds it as ExternalGuards.
@@ -324,7 +353,7 @@ int visit_guards(const capture::ExternalGuards& g, visitproc visit, void* arg) {
 
 void bind_guards(nb::module_& m) {
   nb::class_<GuardTree>(m, "_GuardTree", nb::type_slots(tree_slots))
-      .def(nb::init<nb::object>(), nb::arg("config"))
+      .def(nb::init<nb::object, nb::object>(), nb::arg("config"), nb::arg("fingerprint"))
       .def("add", &GuardTree::add, nb::arg("src"), nb::arg("parent"), nb::arg("a").none(), nb::arg("b").none(),
            nb::arg("name").none(), nb::arg("label"))
       .def("guard", &GuardTree::guard, nb::arg("node"), nb::arg("value").none(), nb::arg("kind"), nb::arg("where"))

@@ -2,9 +2,9 @@
 
 The call's arguments are flattened (tuples, lists, dicts) into leaves: tensors become graph
 inputs, numbers are guarded by value, modules by identity, by their parameters' and buffers'
-identities and by a counter of attribute assignments on any kiln.nn.Module (self.training, eps,
-flags...). Other leaves (strings, None, ...) and the structure select a separate cache. What the
-function reads beyond its arguments (globals, closures, attributes and items of objects) is
+identities and by a fingerprint of their attributes (self.training, eps, flags...:
+nn.module.state_fingerprint), so train() and eval() graphs stay cached side by side. Other
+leaves (strings, None, ...) and the structure select a separate cache. What the function reads beyond its arguments (globals, closures, attributes and items of objects) is
 guarded too, and writes outside it break the graph (_guards.py).
 """
 import contextlib
@@ -36,7 +36,7 @@ def _flatten(obj, leaves, static):
 
 def _module_leaf(m):
     tensors = [t for _, t in m.named_parameters()] + [t for _, t in m.named_buffers()]
-    return (m, tensors, _module.config_version())
+    return (m, tensors, _module.state_fingerprint(m))
 
 
 def _unflatten(spec, it, static):

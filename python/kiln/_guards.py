@@ -8,8 +8,8 @@ instruction runs, it is decoded (dis) and its operands are read off the frame's 
 recorder knows their source, and follows attribute and item loads from them (`k[0]`,
 `state['w']`, `cfg.k`, `self.scale` of a module reached so), through every frame they reach.
 Each value read gets a guard in a C++ tree (_C._GuardTree), evaluated on every later call:
-numbers and strings by value, tensors by identity, modules by identity plus kiln.nn's counter of
-module attribute assignments, containers item by item when used whole (passed to a call,
+numbers and strings by value, tensors by identity, modules by identity plus the state of their
+attributes (compared once kiln.nn's counter of attribute assignments moved), containers item by item when used whole (passed to a call,
 iterated), other objects by identity (and their type where only their attributes were read).
 
 Writes into anchored objects (attribute and item stores, list.append and the other mutating
@@ -106,7 +106,7 @@ class Recorder:
     supported = _C._frame_stack(sys._getframe(), 0) is not None
 
     def __init__(self, fn, args, kwargs):
-        self.tree = _C._GuardTree(_module._config)
+        self.tree = _C._GuardTree(_module._config, _module.state_fingerprint)
         self._nodes = {}      # source spec -> node index in the tree
         self._objs = {}       # source spec -> the objects it names (a globals dict, a cell, ...)
         self._labels = {}     # source spec -> its name in guards and explain ("k[0]", "cfg.k")
@@ -241,8 +241,8 @@ class Recorder:
                 continue
             s = ("item", spec, k)
             self._used.add(s)  # the container's guard already covers its identity
-            if isinstance(o, _module.Module):
-                self.tree.watch_modules()
+            if isinstance(o, _module.Module):  # (its identity is the container's guard; its state, this)
+                self.tree.guard(self._node(s), o, "module", "")
             self._anchor(o, s)
             self._anchor_items(o, s, depth - 1)
 

@@ -1,5 +1,6 @@
 """nn.Module with torch.nn.Module's semantics: attribute assignment registers parameters,
 submodules and buffers; state_dict keys are dotted paths."""
+import weakref
 from collections import OrderedDict, namedtuple
 
 from .. import _C
@@ -40,9 +41,79 @@ _config = [0]  # bumped by every attribute assignment on any Module
 
 
 def config_version():
-    """A number that changes whenever an attribute of any Module is assigned (kiln.compile's
-    guard on module attributes read while tracing)."""
+    """A number that changes whenever an attribute of any Module is assigned."""
     return _config[0]
+
+
+class _Same:
+    """An attribute value a fingerprint compares by identity (tensors, submodules, objects),
+    held weakly where it can be: a remembered state must not keep a model or a tensor alive."""
+    __slots__ = ("ref", "oid")
+
+    def __init__(self, obj):
+        self.oid = id(obj)
+        try:
+            self.ref = weakref.ref(obj)
+        except TypeError:  # lists, dicts, ...: held (they rarely refer back to the module)
+            self.ref = lambda: obj
+
+    def __eq__(self, other):
+        if not isinstance(other, _Same) or other.oid != self.oid:
+            return False
+        obj = self.ref()
+        return obj is not None and other.ref() is obj
+
+    def __hash__(self):
+        return self.oid
+
+
+_VALUE_TYPES = (bool, int, float, complex, str, type(None))
+_STATE_KEYS = ("_parameters", "_buffers", "_modules", "_forward_pre_hooks", "_forward_hooks",
+               "_non_persistent_buffers")
+_next_state_id = [0]
+# root module -> (the counter when last computed, its state's number, state key -> number); kept
+# outside the module so pickling and deepcopy never see it, and weak so it never keeps one alive.
+_states = weakref.WeakKeyDictionary()
+
+
+def _value_key(v):
+    t = type(v)
+    if t in _VALUE_TYPES:
+        return (t, v)  # by type too: True, 1 and 1.0 are equal but trace differently
+    if t is tuple:
+        return (tuple, tuple(_value_key(x) for x in v))
+    return _Same(v)
+
+
+def _state_key(root):
+    key = []
+    for name, m in root.named_modules():
+        d = m.__dict__
+        attrs = tuple((k, _value_key(v)) for k, v in d.items() if k not in _STATE_KEYS)
+        hooks = tuple(_Same(h) for h in (*d["_forward_pre_hooks"].values(), *d["_forward_hooks"].values()))
+        key.append((name, _Same(m), attrs, hooks, frozenset(d["_non_persistent_buffers"])))
+    return tuple(key)
+
+
+def state_fingerprint(root):
+    """kiln.compile's guard on a module's attributes (training, eps, flags, submodules): a
+    number equal for two calls exactly when every module under `root` had the same attributes,
+    values compared by value and everything else (tensors, objects) by identity. A state seen
+    before gets its number again, so graphs traced in train() and in eval() stay cached side by
+    side. Recomputed only after some Module attribute was assigned (the global counter moved)."""
+    state = _states.get(root)
+    if state is not None and state[0] == _config[0]:
+        return state[1]
+    table = state[2] if state is not None else {}
+    key = _state_key(root)
+    number = table.get(key)
+    if number is None:
+        if len(table) >= 16:  # (twice the recompile limit) e.g. a tensor assigned every call
+            table.clear()
+        _next_state_id[0] += 1  # numbers are never reused, by any module: a guard cannot alias
+        number = table[key] = _next_state_id[0]
+    _states[root] = (_config[0], number, table)
+    return number
 
 
 class Module:

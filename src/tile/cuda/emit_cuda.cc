@@ -5,14 +5,19 @@
 // runs of V consecutive elements starting at V * (t + k * threads), so a warp's accesses to a
 // contiguous dim are coalesced. Values inside a fused loop stay in each thread's registers;
 // a block that something outside the loop reads lives in shared memory (one dynamic
-// allocation per kernel, each block at its own offset), and every per-element loop ends with
-// __syncthreads, so whatever reads a block next (another thread's elements: a reduction, a
-// view, a dot) sees it written, and no loop overwrites a block another thread still reads.
+// allocation per kernel, each block at its own offset), and every per-element loop that uses
+// shared memory or writes global memory ends with __syncthreads, so whatever reads a block next
+// (another thread's elements: a reduction, a view, a dot) sees it written, and no loop
+// overwrites a block another thread still reads (a loop of registers only needs none).
 // Reductions to a scalar go through warp shuffles, then shared memory across the warps; other
 // reductions and dot give each thread its own output elements; a scan runs on one thread.
 #include "tile/cuda/emit_cuda.h"
 
+#include <algorithm>
+#include <cctype>
+#include <functional>
 #include <map>
+#include <set>
 
 #include "scalar/prelude.h"
 #include "tile/cpu/emit_c.h"
@@ -53,6 +58,12 @@ KILN_TILE_LIMITS(int64_t, -9223372036854775807LL - 1, 9223372036854775807LL)
 }  // namespace std
 #else  // nvcc (a generated source checked by hand: nvcc -arch=sm_90a -cubin)
 #include <limits>
+#endif
+
+// A run's loop is written twice (emit_cuda.cc, finish_run): its addresses, then its values, so
+// each copy leaves some of the other's declarations unused (warning 177).
+#if defined(__CUDACC__)
+#pragma nv_diag_suppress 177
 #endif
 
 // A warp shuffle of any 1-8 byte value (its bits).
@@ -133,6 +144,81 @@ struct kiln_tile_regs {
   }
 };
 
+// A run of R elements at the pointers p[0..R), those whose mask m is true, moved in 16-byte
+// accesses (or as wide as the run is) when every element is there, contiguous and the first
+// aligned; else one element at a time. Where the compiler sees the pointers are consecutive,
+// only the mask and alignment tests are left.
+// A run is at least 4 bytes (4 elements), so an access is 4, 8 or 16 bytes.
+template <int B> struct kiln_tile_chunk;
+template <> struct kiln_tile_chunk<16> { typedef uint4 type; };
+template <> struct kiln_tile_chunk<8> { typedef uint2 type; };
+template <> struct kiln_tile_chunk<4> { typedef unsigned type; };
+template <int B> struct kiln_tile_bits { typedef unsigned type; };
+template <> struct kiln_tile_bits<2> { typedef unsigned short type; };
+template <> struct kiln_tile_bits<1> { typedef unsigned char type; };
+// The 4-byte word k of the elements v (their bits, the first in the low bytes), built with
+// shifts: a memcpy into the word leaves the store split into 2-byte pieces.
+template <class T>
+__device__ inline unsigned kiln_tile_word(const T* v, int k) {
+  if constexpr (sizeof(T) == 8) {
+    unsigned long long u;
+    memcpy(&u, &v[k / 2], 8);
+    return unsigned(k % 2 ? u >> 32 : u);
+  } else {
+    unsigned w = 0;
+#pragma unroll
+    for (int j = 0; j < int(4 / sizeof(T)); ++j) {
+      typename kiln_tile_bits<sizeof(T)>::type b;
+      memcpy(&b, &v[k * int(4 / sizeof(T)) + j], sizeof(T));
+      w |= unsigned(b) << (8 * sizeof(T) * j);
+    }
+    return w;
+  }
+}
+template <class T, int R>
+__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes) {
+  bool whole = reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
+#pragma unroll
+  for (int i = 0; i < R; ++i) whole = whole && m[i] && p[i] == p[0] + i;
+  return whole;
+}
+template <class T, int R>
+__device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R], const bool (&m)[R]) {
+  constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;  // bytes per access
+  typedef typename kiln_tile_chunk<A>::type C;
+  if (kiln_tile_whole_run(p, m, A)) {
+#pragma unroll
+    for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
+      const C w = reinterpret_cast<const C*>(p[0])[c];
+      memcpy(&v[c * A / sizeof(T)], &w, A);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (m[i]) v[i] = *p[i];
+  }
+}
+template <class T, int R>
+__device__ inline void kiln_tile_vstore(T* const (&p)[R], const bool (&m)[R], const T (&v)[R]) {
+  constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;
+  typedef typename kiln_tile_chunk<A>::type C;
+  if (kiln_tile_whole_run(p, m, A)) {
+#pragma unroll
+    for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
+      const T* at = &v[c * A / sizeof(T)];
+      C w;
+      if constexpr (A == 16) w = {kiln_tile_word(at, 0), kiln_tile_word(at, 1), kiln_tile_word(at, 2), kiln_tile_word(at, 3)};
+      else if constexpr (A == 8) w = {kiln_tile_word(at, 0), kiln_tile_word(at, 1)};
+      else w = kiln_tile_word(at, 0);
+      __stwb(reinterpret_cast<C*>(p[0]) + c, w);  // (a plain store of w is split into 4-byte ones)
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < R; ++i)
+      if (m[i]) *p[i] = v[i];
+  }
+}
+
 // A scalar op with a side effect (an atomic): run by thread 0, its result given to every thread.
 template <class F>
 __device__ inline auto kiln_tile_by_one_thread(F f) {
@@ -207,6 +293,7 @@ class CudaEmitter final : public CLikeEmitter {
     threads_ = p.meta.num_warps * 32;
     KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
                p.meta.num_warps, "; a thread block has 1 to 32 warps");
+    choose_runs(p);
     EmittedKernel k;
     k.source = emit(p);
     k.entry = cpu::entry_name(p);
@@ -216,7 +303,22 @@ class CudaEmitter final : public CLikeEmitter {
   }
 
  protected:
+  // Inside a run's loop, a load or store of the element is a token that finish_run turns into
+  // its share of a run-wide (16-byte) access.
+  std::string load_value(const std::string& ptr, DType d) const override {
+    if (!in_run_ || !vector_loads_) return CLikeEmitter::load_value(ptr, d);
+    run_loads_.push_back({token("LD", next_access_++), ptr, memory_type(d), ""});
+    return CLikeEmitter::load_value(run_loads_.back().token, d);  // "*<token>" where the element is read
+  }
+  std::string store_value(const std::string& value, DType d) const override {
+    const std::string v = CLikeEmitter::store_value(value, d);
+    if (in_elements_) loop_writes_memory_ = true;
+    if (!in_run_) return v;
+    run_stores_.push_back({token("ST", next_access_++), "", memory_type(d), v});
+    return run_stores_.back().token + v;  // the statement: [if (mask) ]*ptr = <token>value;
+  }
   std::string atomic_add(const std::string& ptr, const std::string& value, DType d) const override {
+    if (in_elements_) run_atomic_ = loop_writes_memory_ = true;
     std::string call;
     if (d == kFloat16) call = "kiln_tile_atomic_add16<false>(" + ptr + ", " + value + ")";
     else if (d == kBFloat16) call = "kiln_tile_atomic_add16<true>(" + ptr + ", " + value + ")";
@@ -239,14 +341,23 @@ class CudaEmitter final : public CLikeEmitter {
     const Layout l = layout(n);
     const int64_t runs = l.per_thread / l.run;
     const std::string v = std::to_string(l.run);
+    loop_at_ = out().text().size();
+    loop_writes_memory_ = false;
     if (runs > 1) out().line(runs <= kMaxRuns ? "#pragma unroll" : "#pragma unroll " + std::to_string(kMaxRuns));
     out().open("for (int _r = 0; _r < " + std::to_string(runs) + "; ++_r)");
     out().line("const int _e = (int(threadIdx.x) + _r * " + std::to_string(threads_) + ") * " + v + ";");
     if (n % (l.run * threads_) != 0) out().open("if (_e < " + std::to_string(n) + ")");
     if (l.run > 1) {
+      run_at_ = out().text().size();
+      run_depth_ = out().depth();
       out().line("#pragma unroll");
       out().open("for (int _v = 0; _v < " + v + "; ++_v)");
+      run_body_at_ = out().text().size();
       out().line("const int _i = _e + _v;");
+      in_run_ = true;
+      run_loads_.clear();
+      run_stores_.clear();
+      run_atomic_ = false;
     } else {
       out().line("const int _i = _e;");
     }
@@ -269,10 +380,11 @@ class CudaEmitter final : public CLikeEmitter {
     if (serial_) return CLikeEmitter::end_elements(shape);
     const int64_t n = numel(shape);
     const Layout l = layout(n);
-    if (l.run > 1) out().close();
+    if (l.run > 1) finish_run(l.run);
     if (n % (l.run * threads_) != 0) out().close();
     out().close();
-    if (sync_after_) out().line("__syncthreads();");
+    // A loop that touches only registers (and reads global memory) needs no barrier after it.
+    if (sync_after_ && (loop_writes_memory_ || uses_shared(out().text().substr(loop_at_)))) out().line("__syncthreads();");
     in_elements_ = false;
   }
   // A block only ever read at the thread's own elements lives in registers; any other in the
@@ -285,6 +397,7 @@ class CudaEmitter final : public CLikeEmitter {
       return;
     }
     const int64_t at = shared_bytes_;
+    shared_names_.push_back(name);
     shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
     if (shared_bytes_ > kMaxSharedBytes)
       fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
@@ -313,15 +426,25 @@ class CudaEmitter final : public CLikeEmitter {
   }
 
   // The blocked layout of n elements: runs of `run` consecutive elements, per_thread of them
-  // (a whole number of runs) in each thread.
+  // (a whole number of runs) in each thread. A run is run_ elements (16 bytes of the kernel's
+  // narrowest loaded or stored type) where that divides n, else 4, else 1.
   struct Layout {
     int64_t run, per_thread;
   };
   static constexpr int64_t kMaxRuns = 8;
   Layout layout(int64_t n) const {
-    const int64_t run = n % 4 == 0 ? 4 : 1;  // 16 bytes of 4-byte elements
+    const int64_t run = n % run_ == 0 ? run_ : n % 4 == 0 ? 4 : 1;
     return {run, (n + run * threads_ - 1) / (run * threads_) * run};
   }
+  void choose_runs(const Program& p);
+  void finish_run(int64_t run);
+
+  // A load or store of a run's loop: its token in the loop's text, the pointer (loads) or the
+  // stored value (stores), and the type in memory.
+  struct RunAccess {
+    std::string token, ptr, type, value;
+  };
+  static std::string token(const char* kind, int id) { return std::string("@@") + kind + std::to_string(id) + "@@"; }
 
   // Whether the block named `name` (a value's array_name) may live in registers: it is a value
   // computed elementwise, every reader reads it at the reader's own element (elementwise ops of
@@ -336,7 +459,7 @@ class CudaEmitter final : public CLikeEmitter {
     if (it == by_array_.end()) return false;
     const Value* v = it->second;
     const Layout l = layout(v->type.numel());
-    if (l.per_thread > kMaxRuns * l.run || !v->def || !own_elements(v->def->code)) return false;
+    if (l.per_thread > kMaxRuns * std::min<int64_t>(l.run, 4) || !v->def || !own_elements(v->def->code)) return false;
     for (const Op* u : users_of_[v]) {
       const bool to_scalar = u->code == OpCode::Reduce && v->type.rank() == 1 && u->reduce != ReduceKind::Argmax &&
                              u->reduce != ReduceKind::Argmin;
@@ -349,7 +472,26 @@ class CudaEmitter final : public CLikeEmitter {
            c == OpCode::Store || c == OpCode::AtomicAdd;
   }
 
+  // Whether `code` indexes a block in shared memory.
+  bool uses_shared(const std::string& code) const {
+    for (const std::string& name : shared_names_)
+      for (size_t at = 0; (at = code.find(name + "[", at)) != std::string::npos; at += name.size())
+        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
+    return false;
+  }
+
   int threads_ = 128;
+  int64_t run_ = 4;
+  bool vector_loads_ = true;  // no loaded value feeds a load's address or mask in its loop
+  bool in_run_ = false;       // inside a run's loop (begin_elements .. finish_run)
+  size_t run_at_ = 0, run_body_at_ = 0;  // where its text starts, and its body
+  int run_depth_ = 0;
+  mutable std::vector<RunAccess> run_loads_, run_stores_;
+  mutable bool run_atomic_ = false;
+  mutable int next_access_ = 0;
+  size_t loop_at_ = 0;                     // where the per-element loop being written starts
+  mutable bool loop_writes_memory_ = false;  // it stores or has an atomic
+  std::vector<std::string> shared_names_;  // the blocks in shared memory
   int64_t shared_bytes_ = 0;
   std::map<std::string, const Value*> by_array_;
   std::map<const Value*, std::vector<const Op*>> users_of_;
@@ -358,6 +500,140 @@ class CudaEmitter final : public CLikeEmitter {
   bool serial_ = false;       // emitting code for one thread (the base's loops)
   std::vector<std::string> hoisted_;  // block declarations of serial code, made before it
 };
+
+void CudaEmitter::choose_runs(const Program& p) {
+  // 16 bytes of the narrowest type a block is loaded or stored as (4 to 8 elements).
+  int64_t narrowest = 0;
+  walk(p.body, [&](const Op& op) {
+    if ((op.code == OpCode::Load || op.code == OpCode::Store) && op.operands[0]->type.is_block()) {
+      const int64_t b = int64_t(itemsize(op.operands[0]->type.dtype));
+      narrowest = narrowest == 0 ? b : std::min(narrowest, b);
+    }
+  });
+  run_ = narrowest == 0 ? 4 : std::clamp<int64_t>(16 / narrowest, 4, 8);
+  // A run's loads are issued before its elements are computed, from addresses and masks computed
+  // first: so none of those may depend on a load of the same loop (a gather). Where one might
+  // (a block load reached from a load's address or mask before a reduction, dot or scan, which
+  // end the loop), the kernel's loads stay per element.
+  vector_loads_ = true;
+  std::set<const Value*> seen;
+  std::function<bool(const Value*)> from_load = [&](const Value* v) {
+    if (!v->def || !seen.insert(v).second) return false;
+    const OpCode c = v->def->code;
+    if (c == OpCode::Load) return v->type.is_block();
+    if (c == OpCode::Reduce || c == OpCode::Dot || c == OpCode::Scan) return false;
+    for (const Value* u : v->def->operands)
+      if (from_load(u)) return true;
+    return false;
+  };
+  walk(p.body, [&](const Op& op) {
+    if (op.code != OpCode::Load || !op.result()->type.is_block()) return;
+    for (size_t i = 0; i < op.operands.size() && i < 2; ++i)
+      if (from_load(op.operands[i])) vector_loads_ = false;
+  });
+}
+
+// Closes a run's loop (begin_elements opened it), its loads and stores made run-wide. The loop's
+// text is taken back and written again as: the run's addresses (the loop with only its
+// declarations, recording each load's pointer and, through its token, whether its mask lets it
+// be read: the rest is dead code), the loads (kiln_tile_vload: 16 bytes at a time where the run is whole, contiguous
+// and aligned, else per element), the loop reading the loaded values and recording each store's
+// pointer and value, then the stores (kiln_tile_vstore). A loop with an atomic keeps its per-
+// element accesses: it cannot run twice.
+void CudaEmitter::finish_run(int64_t run) {
+  in_run_ = false;
+  if (run_loads_.empty() && run_stores_.empty()) {
+    out().close();
+    return;
+  }
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+    return s;
+  };
+  const std::string text = out().text();
+  const std::string head = text.substr(0, run_at_);
+  std::string body = text.substr(run_body_at_), first;
+  CodeWriter& w = out();
+  w.clear(run_depth_);
+  w.raw(head);
+  const std::string n = std::to_string(run);
+  auto loop = [&](const std::string& b) {
+    w.line("#pragma unroll");
+    w.open("for (int _v = 0; _v < " + n + "; ++_v)");
+    w.raw(b);
+    w.close();
+  };
+  if (run_atomic_) {
+    for (const RunAccess& l : run_loads_) body = replace_all(body, l.token, l.ptr);
+    for (const RunAccess& s : run_stores_) body = replace_all(body, s.token, "");
+    loop(body);
+    return;
+  }
+  for (const RunAccess& l : run_loads_) {
+    const std::string id = l.token.substr(4, l.token.size() - 6);
+    w.line(l.type + "* _lp" + id + "[" + n + "];");
+    w.line("bool _lm" + id + "[" + n + "] = {};");
+    w.line(l.type + " _lv" + id + "[" + n + "] = {};");
+  }
+  for (const RunAccess& s : run_stores_) {
+    const std::string id = s.token.substr(4, s.token.size() - 6);
+    w.line(s.type + "* _sp" + id + "[" + n + "];");
+    w.line("bool _sm" + id + "[" + n + "] = {};");
+    w.line(s.type + " _sv" + id + "[" + n + "];");
+  }
+  if (!run_loads_.empty()) {
+    std::string addresses;
+    for (size_t at = 0; at < body.size();) {
+      const size_t nl = body.find('\n', at);
+      const size_t end = nl == std::string::npos ? body.size() : nl + 1;
+      const std::string line = body.substr(at, end - at);
+      const size_t text_at = line.find_first_not_of(' ');
+      const size_t eq = line.find(" = ");
+      if (line.compare(text_at, 6, "const ") == 0 || (eq != std::string::npos && line.substr(0, eq).find("* const ") != std::string::npos)) {
+        addresses += line;
+        for (const RunAccess& l : run_loads_)  // its pointer, whatever the mask
+          if (line.find(l.token) != std::string::npos)
+            addresses += line.substr(0, text_at) + "_lp" + l.token.substr(4, l.token.size() - 6) + "[_v] = " + l.ptr + ";\n";
+      }
+      at = end;
+    }
+    for (const RunAccess& l : run_loads_) {
+      const std::string id = l.token.substr(4, l.token.size() - 6);
+      addresses = replace_all(addresses, "*" + l.token, "(_lm" + id + "[_v] = true, " + l.type + "(0))");
+      body = replace_all(body, "*" + l.token, "_lv" + id + "[_v]");
+    }
+    loop(addresses);
+    for (const RunAccess& l : run_loads_) {
+      const std::string id = l.token.substr(4, l.token.size() - 6);
+      w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
+    }
+  }
+  // [if (mask) ]*ptr = <token>value;<comment>  ->  _spN[_v] = ptr; [if (mask) ]_smN[_v] = true, _svN[_v] = value;<comment>
+  for (const RunAccess& s : run_stores_) {
+    const std::string id = s.token.substr(4, s.token.size() - 6);
+    const size_t at = body.find(s.token);
+    const size_t line_at = body.rfind('\n', at) + 1;
+    const size_t text_at = body.find_first_not_of(' ', line_at);
+    std::string target = body.substr(text_at, at - text_at), mask;
+    if (target.compare(0, 4, "if (") == 0) {
+      size_t close = 3;
+      for (int depth = 0;; ++close) {
+        if (target[close] == '(') ++depth;
+        else if (target[close] == ')' && --depth == 0) break;
+      }
+      mask = target.substr(0, close + 2);  // "if (...) "
+      target = target.substr(close + 2);
+    }
+    const std::string ptr = target.substr(1, target.size() - 4);  // "*ptr = "
+    body.replace(text_at, at + s.token.size() + s.value.size() - text_at,
+                 "_sp" + id + "[_v] = " + ptr + "; " + mask + "_sm" + id + "[_v] = true, _sv" + id + "[_v] = " + s.value);
+  }
+  loop(body);
+  for (const RunAccess& s : run_stores_) {
+    const std::string id = s.token.substr(4, s.token.size() - 6);
+    w.line("kiln_tile_vstore(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
+  }
+}
 
 void CudaEmitter::emit_program(const std::string& body) {
   const Program& p = program();

@@ -53,6 +53,8 @@ inline std::vector<Case> cases() {
       {"loops", cpu::Grid(5), {randn({5 * 64}), zeros({5}, kInt64), zeros({5 * 128}), int64_t(10)}},
       {"reductions", cpu::Grid(1), {randn({128}), zeros({40 + 128}), zeros({4}, kInt32)}, 1e-5},
       {"matmul", cpu::Grid(cdiv(70, 32), cdiv(50, 32)), {randn({70, 40}), randn({40, 50}), zeros({70, 50}), 70, 50, 40, 40, 50, 50}},
+      {"shifted", cpu::Grid(4), {randn({1000}).to(kBFloat16), zeros({999}, kBFloat16), int64_t(999)}},
+      {"bench_vector_add", cpu::Grid(3), {randn({2999}).to(kBFloat16), randn({2999}).to(kBFloat16), zeros({2999}, kBFloat16), int64_t(2999)}},
       {"bench_vector_add", cpu::Grid(3), {randn({3000}).to(kBFloat16), randn({3000}).to(kBFloat16), zeros({3000}, kBFloat16), int64_t(3000)}},
       {"bench_softmax", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_layernorm", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},

@@ -57,6 +57,10 @@ TEST(TileCudaEmit, ReductionsAndAtomics) {
   // A block read at other threads' elements (a dot's operands) is in shared memory.
   const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"matmul", [] { return test::matmul(32, 32, 16); }}));
   EXPECT_GE(mm.shared_bytes, (32 * 16 + 16 * 32) * 4) << mm.source;
+  // A loop of registers only needs no barrier after it (the reductions have their own); one
+  // that writes shared memory does.
+  EXPECT_EQ(s.source.find("__syncthreads"), std::string::npos) << s.source;
+  EXPECT_NE(mm.source.find("__syncthreads"), std::string::npos) << mm.source;
   const cuda::EmittedKernel h = cuda::emit_kernel(prepared({"histogram", [] { return test::histogram(kFloat32); }}));
   // The block's atomics per element; the scalar one by one thread for the whole program.
   EXPECT_NE(h.source.find("kiln_tile_atomic_add<float>("), std::string::npos) << h.source;
@@ -99,6 +103,31 @@ TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
     const std::string line = out.log.substr(from, out.log.find('\n', from) - from);
     EXPECT_NE(line.find(" 0 bytes stack frame, 0 bytes spill stores"), std::string::npos) << entry << ": " << line;
   }
+}
+
+// A block's loads and stores move 16 bytes at a time: each thread's runs of 8 bf16 (4 f32) are
+// read with ld.global.v4 and written with st.global.v4, a masked tail or a misaligned run
+// element by element (the emulation runs both paths; here the PTX shows the wide ones).
+TEST(TileCudaEmit, LoadsAndStoresAre16BytesWide) {
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  const std::vector<test::NamedKernel> ks = {
+      {"bench_vector_add", [] { return test::renamed(gpu_bench::vector_add(1024), "bench_vector_add"); }},
+      {"bench_softmax", [] { return test::renamed(gpu_bench::softmax(1024), "bench_softmax"); }},
+      {"layer_norm", [] { return test::layer_norm(1024); }}};
+  for (const test::NamedKernel& nk : ks) {
+    const cuda::EmittedKernel k = cuda::emit_kernel(prepared(nk));
+    EXPECT_NE(k.source.find("kiln_tile_vload("), std::string::npos) << k.source;
+    const std::string ptx = nvrtc::compile(cuda::translation_unit({k}), nk.name + ".cu", "compute_90a", {"-std=c++17"}).binary;
+    const size_t entry = ptx.find(".entry " + k.entry);
+    ASSERT_NE(entry, std::string::npos) << ptx;
+    const std::string body = ptx.substr(entry);
+    EXPECT_NE(body.find("ld.global.v4.u32"), std::string::npos) << nk.name << "\n" << body;
+    EXPECT_NE(body.find("st.global.wb.v4.u32"), std::string::npos) << nk.name << "\n" << body;
+  }
+  // bf16 kernels take runs of 8 elements (16 bytes), f32 ones runs of 4.
+  EXPECT_NE(cuda::emit_kernel(prepared(ks[0])).source.find("* 8;"), std::string::npos);
+  EXPECT_NE(cuda::emit_kernel(prepared(ks[2])).source.find("_r * 128) * 4;"), std::string::npos);
 }
 
 // The code generator's kernels for the graphs of tests/golden/kernels/ (what the CPU goldens show

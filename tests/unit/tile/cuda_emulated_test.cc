@@ -29,6 +29,10 @@ const char* kEmulation = R"(// kiln tile: the CUDA built-ins the generated code 
 #define __restrict__ __restrict
 #define __shared__ static  // one thread block at a time: a static is the block's
 struct kiln_emu_dim3 { unsigned x = 0, y = 0, z = 0; };
+struct uint2 { unsigned x, y; };
+struct alignas(16) uint4 { unsigned x, y, z, w; };
+template <class T>
+static inline void __stwb(T* p, T v) { *p = v; }
 static thread_local kiln_emu_dim3 threadIdx, blockIdx;
 static kiln_emu_dim3 gridDim, blockDim;
 alignas(16) static unsigned char kiln_tile_smem[232448];

@@ -93,6 +93,18 @@ inline Program reductions() {
   return b.finish();
 }
 
+// out[i] = x[i + 1] * 2 in bf16 (exact): each run of x starts 2 bytes past a 16-byte boundary,
+// so its loads take the per-element path; with n odd the last run of out is partly masked.
+inline Program shifted() {
+  Builder b("shifted");
+  auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
+  auto n = b.arg_int("n", kInt64);
+  auto offs = b.program_id(0).to(kInt64) * 256 + b.arange(0, 256).to(kInt64);
+  auto m = offs < n;
+  b.store(out + offs, b.load(x + 1 + offs, m).to(kFloat32) * 2.0, m);
+  return b.finish();
+}
+
 inline Program renamed(Program p, std::string name) {
   p.name = std::move(name);
   return p;
@@ -116,6 +128,7 @@ inline std::vector<NamedKernel> cuda_kernels() {
       {"loops", [] { return loops(); }},
       {"reductions", [] { return reductions(); }},
       {"matmul", [] { return matmul(32, 32, 16); }},
+      {"shifted", [] { return shifted(); }},
       // bench/gpu_tile.cc's kernels (bf16, 512 threads) at small shapes.
       {"bench_vector_add", [] { return renamed(gpu_bench::vector_add(1024), "bench_vector_add"); }},
       {"bench_softmax", [] { return renamed(gpu_bench::softmax(1024), "bench_softmax"); }},
