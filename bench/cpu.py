@@ -154,8 +154,9 @@ def child(lib_name, name, mode, reps, first_only):
         fn, args, nbytes, flops = workload(lib, name)
     before = getattr(fn, "before_call", None)  # timed with the call (the training step's zero_grad)
     no_grad = getattr(fn, "no_grad", False)
-    if mode.startswith("compile"):  # "compile" (torch) or "compile:<backend>" (kiln)
-        fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=mode.split(":", 1)[1])
+    if mode.startswith("compile"):  # "compile" (torch) or "compile:<backend>[:<mode>]" (kiln)
+        backend, _, cmode = mode.partition(":")[2].partition(":")
+        fn = lib.compile(fn) if lib_name == "torch" else lib.compile(fn, backend=backend, mode=cmode or None)
     if no_grad:
         fn = lib.no_grad()(fn)
 

@@ -200,9 +200,10 @@ void bind_compile(nb::module_& m) {
   bind_guards(m);
   nb::class_<PyEngine>(m, "_CompileEngine", nb::type_slots(engine_slots))
       .def("__init__", [](PyEngine* self, const std::string& backend, nb::handle dynamic, int recompile_limit,
-                          bool error_on_recompile_limit, bool fullgraph, const std::string& name) {
+                          bool error_on_recompile_limit, bool fullgraph, const std::string& name, const std::string& mode) {
         CompileOptions o;
         o.backend = backend;
+        o.mode = mode;
         if (!dynamic.is_none()) o.dynamic = bool_arg(dynamic, "compile", "dynamic");
         o.recompile_limit = recompile_limit;
         o.error_on_recompile_limit = error_on_recompile_limit;
@@ -210,7 +211,7 @@ void bind_compile(nb::module_& m) {
         o.name = name;
         new (self) PyEngine{capture::make_engine(o)};
       }, nb::arg("backend"), nb::arg("dynamic").none(), nb::arg("recompile_limit"), nb::arg("error_on_recompile_limit"),
-         nb::arg("fullgraph"), nb::arg("name"))
+         nb::arg("fullgraph"), nb::arg("name"), nb::arg("mode") = "default")
       // flat: the call's leaves; body(list) runs the function on them (fake tensors while tracing)
       // and returns its output tensors as a list.
       // roots: the call's (args, kwargs), which guards on values reached from arguments read.
@@ -277,6 +278,10 @@ void bind_compile(nb::module_& m) {
         "Turns on per-component logs: 'graph,guards,recompiles,graph_breaks,dynamic,aot,...', 'all' or ''.");
   m.def("enabled_logs", &enabled_logs);
   m.def("list_backends", &list_backends);
+  // kiln.compile's check of its backend and mode, at compile() (the engine checks them again).
+  m.def("_check_backend", [](const std::string& backend, const std::string& mode) {
+    capture::compile_graph(backend, nullptr, mode);
+  });
   m.def("mark_dynamic", [](const Tensor& t, int64_t dim, nb::handle min, nb::handle max) {
     int64_t lo = min.is_none() ? 2 : int_arg(min, "mark_dynamic", "min");
     int64_t hi = max.is_none() ? INT64_MAX : int_arg(max, "mark_dynamic", "max");

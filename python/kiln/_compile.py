@@ -4,8 +4,9 @@ The call's arguments are flattened (tuples, lists, dicts) into leaves: tensors b
 inputs, numbers are guarded by value, modules by identity, by their parameters' and buffers'
 identities and by a fingerprint of their attributes (self.training, eps, flags...:
 nn.module.state_fingerprint), so train() and eval() graphs stay cached side by side. Other
-leaves (strings, None, ...) and the structure select a separate cache. What the function reads beyond its arguments (globals, closures, attributes and items of objects) is
-guarded too, and writes outside it break the graph (_guards.py).
+leaves (strings, None, ...) and the structure select a separate cache. What the function reads
+beyond its arguments (globals, closures, attributes and items of objects) is guarded too, and
+writes outside it break the graph (_guards.py).
 """
 import contextlib
 import functools
@@ -99,7 +100,7 @@ class CompiledFunction(_C._CompiledCall):
             o = self._options
             name = getattr(self._fn, "__qualname__", type(self._fn).__name__)
             e = _C._CompileEngine(o["backend"], o["dynamic"], o["recompile_limit"], o["error_on_recompile_limit"],
-                                  o["fullgraph"], name)
+                                  o["fullgraph"], name, o.get("mode") or "default")
             self._engines[key] = e
         return e
 
@@ -175,33 +176,13 @@ def compile(fn=None, *, backend="inductor", dynamic=None, fullgraph=False, recom
             error_on_recompile_limit=False, mode=None):
     """Captures fn (a function or a kiln.nn.Module) as graphs guarded by what they assumed; usable as
     a decorator (@kiln.compile or @kiln.compile(backend=...)). See docs/compile.md."""
-    _check_mode(mode, backend)
+    if mode is not None and mode != "default":  # (an unknown backend alone still fails at the first call)
+        _C._check_backend(backend, mode)
     options = dict(backend=backend, dynamic=dynamic, fullgraph=fullgraph, recompile_limit=recompile_limit,
-                   error_on_recompile_limit=error_on_recompile_limit)
+                   error_on_recompile_limit=error_on_recompile_limit, mode=mode)
     if fn is None:
         return lambda f: _compiled(f, options)
     return _compiled(fn, options)
-
-
-_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
-_warned_modes = set()
-
-
-def _check_mode(mode, backend):
-    """torch.compile's modes: an unknown one is an error; "reduce-overhead" (CUDA graphs) is the
-    default mode on the CPU, as in torch; "max-autotune*" compile as the default mode today (the
-    inductor does not tune its own kernels yet) and say so once."""
-    if mode is None or mode == "default":
-        return
-    if mode not in _MODES:
-        raise RuntimeError(f"kiln.compile: unrecognized mode={mode!r}; the modes are {', '.join(_MODES)}")
-    if backend != "inductor":
-        raise RuntimeError(f"kiln.compile: mode={mode!r} is an option of backend 'inductor', not of {backend!r}")
-    if mode.startswith("max-autotune") and mode not in _warned_modes:
-        _warned_modes.add(mode)
-        import warnings
-        warnings.warn(f"kiln.compile: mode={mode!r} does not tune the generated kernels yet; compiling with the "
-                      "default mode (docs/compile.md, CompileOptions)", stacklevel=3)
 
 
 def _compiled(fn, options):

@@ -8,13 +8,13 @@
 #include <kiln/log.h>
 
 #include <atomic>
-#include <chrono>
 #include <map>
 #include <mutex>
 
 #include "aot/aot.h"
 #include "autograd/engine.h"
 #include "core/tensor_impl.h"
+#include "runtime/timer.h"
 
 namespace kiln::aot {
 namespace {
@@ -158,10 +158,9 @@ class Runtime {
   // The decomposed, functional graph (made at the first need).
   const std::shared_ptr<graph::Graph>& functional() {
     if (functional_) return functional_;
-    const auto t0 = std::chrono::steady_clock::now();
+    const runtime::Timer timer;
     functional_ = std::make_shared<graph::Graph>(functionalize(decompose(*graph_)));
-    KILN_LOG(perf) << "aot: decomposed and functionalized in "
-                   << std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() << " ms";
+    KILN_LOG(perf) << "aot: decomposed and functionalized in " << timer.ms();
     return functional_;
   }
 

@@ -24,9 +24,9 @@ BackendLookup g_backend_lookup = nullptr;
 
 void set_backend_lookup(BackendLookup lookup) { g_backend_lookup = lookup; }
 
-CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g) {
+CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g, const std::string& mode) {
   KILN_CHECK(g_backend_lookup, "internal: no backend lookup is installed (src/compile/ is not linked)");
-  Backend b = g_backend_lookup(backend);
+  Backend b = g_backend_lookup(backend, mode);
   return g ? b(std::move(g)) : CompiledGraph();
 }
 

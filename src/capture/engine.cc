@@ -5,7 +5,6 @@
 #include <kiln/ops.h>
 
 #include <algorithm>
-#include <chrono>
 #include <iostream>
 #include <set>
 
@@ -13,6 +12,7 @@
 #include "capture/lazy.h"
 #include "capture/tracer.h"
 #include "core/tensor_impl.h"
+#include "runtime/timer.h"
 
 namespace kiln::capture {
 
@@ -21,7 +21,7 @@ class Engine {
   explicit Engine(const CompileOptions& o) : options(o) {
     if (options.name.empty()) options.name = "compiled function";
     segments.backend = options.backend;
-    compile_graph(options.backend, nullptr);  // an unknown backend fails at compile(), not at the first call
+    compile_graph(options.backend, nullptr, options.mode);  // an unknown backend or mode fails at compile(), not at the first call
   }
 
   struct Entry {
@@ -123,7 +123,7 @@ std::vector<SymbolSource> Engine::symbols_for(const std::vector<ArgValue>& args)
 }
 
 std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body& body) {
-  auto t0 = std::chrono::steady_clock::now();
+  const runtime::Timer timer;
   Tracer tracer;
   std::vector<SymbolSource> symbols = symbols_for(args);
   std::vector<ArgValue> fake_args = args;
@@ -161,6 +161,8 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
     segmented = true;
     return run_segmented(args, body);
   }
+  const std::string traced = timer.ms();
+  const runtime::Timer guards;
   Entry e;
   e.graph = std::make_shared<graph::Graph>(std::move(tracer.graph));
   e.lifted = std::move(tracer.lifted);
@@ -182,8 +184,10 @@ std::vector<Tensor> Engine::trace(const std::vector<ArgValue>& args, const Body&
   for (const SymbolSource& s : symbols) {
     KILN_LOG(dynamic) << options.name << ": " << s.name << " = size " << s.dim << " of argument " << s.input;
   }
-  e.run = compile_graph(options.backend, e.graph);
-  compile_ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  KILN_LOG(perf) << options.name << ": traced " << e.graph->nodes().size() << " node(s) in " << traced << ", guards in "
+                 << guards.ms();
+  e.run = compile_graph(options.backend, e.graph, options.mode);
+  compile_ms.push_back(timer.wall_ms());
   entries.push_back(std::move(e));
   return run_entry(entries.back(), args);
 }

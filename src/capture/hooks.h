@@ -15,8 +15,9 @@ namespace kiln::capture {
 
 class Tracer;
 
-// The backend registered under `name`; throws kiln::Error naming the registered ones if none is.
-using BackendLookup = Backend (*)(const std::string& name);
+// The backend registered under `name`, in compile mode `mode` (CompileOptions::mode); throws
+// kiln::Error naming the registered ones if none is, or for a mode it does not take.
+using BackendLookup = Backend (*)(const std::string& name, const std::string& mode);
 void set_backend_lookup(BackendLookup lookup);
 
 // The joint forward+backward graph of the graph a trace recorded up to a backward() (the

@@ -70,7 +70,9 @@ class LazyInstall {
 // Whether ops on this thread are being recorded lazily (a segment of a compiled function, a LazyScope).
 bool lazy_recording();
 
-CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g);
+// (A null graph only checks that the backend exists and takes the mode.)
+CompiledGraph compile_graph(const std::string& backend, std::shared_ptr<const graph::Graph> g,
+                            const std::string& mode = "default");
 // Where the user's code is: the innermost C++ call site, or what the Python bindings report.
 ExplainReport::Break user_location(const std::string& reason);
 using LocationProvider = std::pair<std::string, unsigned> (*)();

@@ -131,7 +131,7 @@ kiln::Scalar identity(tile::ReduceKind k, DType d) {
 
 class Emitter {
  public:
-  Emitter(const Program& p, const Node& n) : p_(p), n_(n), b_(n.name) {
+  Emitter(const Program& p, const Node& n, const BlockSizes& blocks) : p_(p), n_(n), b_(n.name), blocks_(blocks) {
     // Every op of the kernel says where it came from: the graph ops fused into it and the user's
     // line of the first (not this file's lines).
     tile::Origin o;
@@ -196,35 +196,35 @@ class Emitter {
     if (n_.kind == NodeKind::Pointwise && xvars_.size() > 1) {
       k.grid = tiled_pointwise();
     } else if (n_.kind == NodeKind::Pointwise) {
-      xblock = block_for(n_.ranges, 1024);
+      xblock = block("XBLOCK", block_for(n_.ranges, 1024));
       pointwise(b_.constexpr_int("XBLOCK", xblock));
     } else if (n_.kind == NodeKind::Scan) {
       // Scanning along the contiguous dim, the lanes are a row apart: a few (their cache lines
       // stay in L1 across the steps); scanning across rows, lanes are neighbours: many.
       const bool along_rows = sym::statically_known_equal(out.strides.at(size_t(n_.scan_axis)), SymInt(1));
-      xblock = block_for(outer_ranges, along_rows ? 4 : 64);
+      xblock = block("XBLOCK", block_for(outer_ranges, along_rows ? 4 : 64));
       scan(b_.constexpr_int("XBLOCK", xblock), outer_ranges, out);
     } else if (n_.reduce == tile::ReduceKind::Argmax || n_.reduce == tile::ReduceKind::Argmin) {
       // Two carried blocks (values and positions) and more work per element than a sum: blocks
       // of at most 1024 elements keep them in L1 (measured: 4096 was several times slower).
-      const int64_t rblock = block_for(n_.reduction_ranges, 64);
-      xblock = block_for(n_.ranges, std::max<int64_t>(1, 1024 / rblock));
+      const int64_t rblock = block("RBLOCK", block_for(n_.reduction_ranges, 64));
+      xblock = block("XBLOCK", block_for(n_.ranges, std::max<int64_t>(1, 1024 / rblock)));
       arg_reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), out);
     } else if ((columns_ = column_reduction())) {
       // Columns (a bias gradient's sum over the rows of [N, C]): the block is [RBLOCK, XBLOCK]
       // with the contiguous columns as its inner dim, accumulated row by row (vectorized over the
       // columns, no strided loads); 64 columns per program leave enough programs for the threads.
-      xblock = block_for(n_.ranges, 64);
-      const int64_t rblock = block_for(n_.reduction_ranges, std::max<int64_t>(1, 4096 / xblock));
+      xblock = block("XBLOCK", block_for(n_.ranges, 64));
+      const int64_t rblock = block("RBLOCK", block_for(n_.reduction_ranges, std::max<int64_t>(1, 4096 / xblock)));
       reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), false);
     } else {
       // Persistent when the row fits in a block: loaded once, every stage computes on it.
       int64_t rnumel = 0;
       const bool persistent = sym::is_const(product(n_.reduction_ranges), &rnumel) && rnumel > 0 && rnumel <= kPersistentRow;
-      const int64_t rblock = persistent ? pow2_at_least(rnumel) : block_for(n_.reduction_ranges, 1024);
+      const int64_t rblock = persistent ? pow2_at_least(rnumel) : block("RBLOCK", block_for(n_.reduction_ranges, 1024));
       // A looped row group reads each row once per stage: one row per program keeps it in cache.
       const bool one_row = !persistent && n_.stages.size() > 1;
-      xblock = one_row ? 1 : block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock));
+      xblock = block("XBLOCK", one_row ? 1 : block_for(n_.ranges, std::max<int64_t>(1, 4096 / rblock)));
       reduction(b_.constexpr_int("XBLOCK", xblock), b_.constexpr_int("RBLOCK", rblock), persistent);
     }
     if (!k.grid) k.grid = cdiv(xnumel, xblock);
@@ -285,8 +285,8 @@ class Emitter {
     const SymShape outer(xranges_.begin(), xranges_.end() - 1);
     const SymShape inner = {xranges_.back()};
     const std::vector<ExprPtr> outer_vars(xvars_.begin(), xvars_.end() - 1);
-    const int64_t xblock = b_.constexpr_int("XBLOCK", block_for(inner, 1024));
-    const int64_t yblock = b_.constexpr_int("YBLOCK", block_for(outer, std::max<int64_t>(1, 1024 / xblock)));
+    const int64_t xblock = b_.constexpr_int("XBLOCK", block("XBLOCK", block_for(inner, 1024)));
+    const int64_t yblock = b_.constexpr_int("YBLOCK", block("YBLOCK", block_for(outer, std::max<int64_t>(1, 1024 / xblock))));
     const ExprPtr xprograms = cdiv(product(inner), xblock);
     Val pid = b_.program_id(0).to(kInt64), xp = expr(xprograms);
     Val ylin = (b_.floor_divide(pid, xp) * yblock + b_.arange(0, yblock).to(kInt64)).expand_dims(1);
@@ -512,6 +512,11 @@ class Emitter {
 
   // A power-of-two block for an extent: the largest (up to `most`) dividing it when it is static,
   // else the extent's hint rounded up.
+  // The block size `chosen` unless the caller gave one for `name` (max-autotune's candidates).
+  int64_t block(const std::string& name, int64_t chosen) const {
+    auto it = blocks_.find(name);
+    return it == blocks_.end() ? chosen : it->second;
+  }
   static int64_t block_for(const SymShape& extent, int64_t most) {
     int64_t n = 0;
     if (sym::is_const(product(extent), &n) && n > 0) {
@@ -634,6 +639,7 @@ class Emitter {
   const Program& p_;
   const Node& n_;
   tile::Builder b_;
+  const BlockSizes& blocks_;
   std::map<int, Val> ptrs_;
   std::map<std::string, Val> symbols_;
   std::map<ExprPtr, Val> vars_, exprs_;
@@ -649,9 +655,9 @@ class Emitter {
 
 }  // namespace
 
-GeneratedKernel emit_tile(const Program& p, const Node& n) {
+GeneratedKernel emit_tile(const Program& p, const Node& n, const BlockSizes& blocks) {
   KILN_CHECK(n.kind != NodeKind::Extern, "internal: inductor: emit_tile of an extern node");
-  return Emitter(p, n).run();
+  return Emitter(p, n, blocks).run();
 }
 
 }  // namespace kiln::inductor

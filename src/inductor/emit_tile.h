@@ -1,5 +1,8 @@
 // One tile kernel per Pointwise / Reduction node of the loop IR (docs/compiler.md).
 #pragma once
+#include <map>
+#include <string>
+
 #include "inductor/loop_ir.h"
 #include "tile/ir.h"
 
@@ -20,6 +23,9 @@ struct GeneratedKernel {
 // The kernel computing node n of p: programs over blocks of its flattened index space (and, for
 // a reduction, a loop over blocks of the reduced elements). Every size symbol the node uses is a
 // kernel parameter, so one compiled kernel serves every value of a dynamic dim.
-GeneratedKernel emit_tile(const Program& p, const Node& n);
+// `blocks` sets block sizes (XBLOCK, YBLOCK, RBLOCK) instead of the emitter's own choice:
+// max-autotune's candidates (autotune.cc). A persistent reduction's RBLOCK stays its row's.
+using BlockSizes = std::map<std::string, int64_t>;
+GeneratedKernel emit_tile(const Program& p, const Node& n, const BlockSizes& blocks = {});
 
 }  // namespace kiln::inductor

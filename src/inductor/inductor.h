@@ -16,16 +16,23 @@ namespace kiln::inductor {
 
 using GraphFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
 
+// How a graph is compiled: the "inductor" backend's mode (CompileOptions::mode).
+struct Options {
+  // max-autotune: every kernel's block sizes timed among candidates and matmuls raced between
+  // BLAS and a generated tile matmul (autotune.h), the choices cached on disk.
+  bool max_autotune = false;
+};
+
 // Compiles a prims graph into a function of its inputs. Logs (KILN_LOGS): ir (the loop IR),
 // fusion (what was fused into each kernel), output_code (the generated kernels).
-GraphFn compile_graph(std::shared_ptr<const graph::Graph> g);
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g, const Options& options = {});
 // The same through the plan cache (docs/cache.md), naming the entry that holds the graph's plan
 // (empty when the cache is off), and a later process's way back to it: the compiled graph the
 // cache holds under plan_key, or an empty function (a miss).
-GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key);
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, const Options& options = {});
 GraphFn load_graph(const std::string& plan_key);
-// The plan cache's key of a graph (plan.cc).
-std::string plan_key(const graph::Graph& g);
+// The plan cache's key of a graph compiled with `options` (plan.cc).
+std::string plan_key(const graph::Graph& g, const Options& options = {});
 
 // What compile_graph made, for tests, tools and the kernels goldens (always built: no plan cache).
 struct Compiled {
@@ -33,7 +40,7 @@ struct Compiled {
   std::string source;           // the C++ translation unit
   GraphFn run;
 };
-Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g);
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g, const Options& options = {});
 
 // The loop IR pipeline: lowering then scheduling (names, fusion), verified.
 Program lower_and_schedule(std::shared_ptr<const graph::Graph> g);

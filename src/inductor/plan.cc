@@ -7,19 +7,19 @@
 #include <kiln/ops.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <ctime>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include "autograd/engine.h"
 #include "core/tensor_impl.h"
+#include "inductor/autotune.h"
 #include "inductor/emit_tile.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
 #include "inductor/plan_cache.h"
 #include "runtime/cache.h"
+#include "runtime/timer.h"
 #include "tile/cpu/kernel.h"
 
 namespace kiln::inductor {
@@ -156,23 +156,74 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
   return cache[ir] = start();
 }
 
-// The perf log's times: wall clock and this thread's CPU time (which a loaded machine inflates
-// far less), as "12.3 ms (4.5 ms CPU)".
-struct Timer {
-  std::chrono::steady_clock::time_point wall = std::chrono::steady_clock::now();
-  double cpu = thread_cpu();
-  static double thread_cpu() {
-    timespec t{};
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
-    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+using runtime::Timer;  // the perf log's times
+
+// The perf log's breakdown of one call: time per extern (by op and argument shapes) and per
+// kernel, summed over the steps that share the key, the largest first.
+class StepTimes {
+ public:
+  static constexpr size_t kShown = 40;  // lines after the total
+  void start() { step_ = Timer(); }
+  void stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs);
+  void print() const {
+    double total = 0, externs = 0, cpu = 0, extern_cpu = 0;
+    int launches = 0;
+    for (const auto& [key, e] : by_key_) {
+      total += e.ms, cpu += e.cpu_ms;
+      if (e.is_extern) externs += e.ms, extern_cpu += e.cpu_ms;
+      else launches += e.count;
+    }
+    std::vector<std::pair<std::string, Entry>> order(by_key_.begin(), by_key_.end());
+    std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
+    char buf[256];
+    std::snprintf(buf, sizeof buf,
+                  "inductor: call %.1f ms (%.1f ms CPU of this thread): externs %.1f ms (%.1f ms CPU), "
+                  "%d kernel launches %.1f ms (%.1f ms CPU)",
+                  total, cpu, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
+    std::string text = buf;
+    for (size_t i = 0; i < order.size() && i < kShown; ++i) {
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU) %4d x ", order[i].second.ms, order[i].second.cpu_ms,
+                    order[i].second.count);
+      text += buf;
+      text += order[i].first;
+    }
+    if (order.size() > kShown) {
+      double rest = 0;
+      for (size_t i = kShown; i < order.size(); ++i) rest += order[i].second.ms;
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms in %zu more", rest, order.size() - kShown);
+      text += buf;
+    }
+    KILN_LOG(perf) << text;
   }
-  std::string ms() const {
-    const double w = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f ms (%.1f ms CPU)", 1e3 * w, 1e3 * (thread_cpu() - cpu));
-    return buf;
-  }
+
+ private:
+  struct Entry {
+    double ms = 0, cpu_ms = 0;
+    int count = 0;
+    bool is_extern = false;
+  };
+  Timer step_;
+  std::map<std::string, Entry> by_key_;
 };
+
+void StepTimes::stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs) {
+  std::string key = n.name;
+  if (s.kernel < 0 && n.call) {
+    key = std::string("extern ") + n.call->name();
+    for (int b : n.inputs) {
+      key += ' ';
+      const Tensor& t = bufs[size_t(b)];
+      if (!t.defined()) {
+        key += '?';
+        continue;
+      }
+      key += shape_str(t.sizes());
+      if (!t.is_contiguous()) key.append(1, 's').append(shape_str(t.strides()));
+    }
+  }
+  Entry& e = by_key_[key];
+  e.ms += step_.wall_ms(), e.cpu_ms += step_.cpu_ms(), e.count += 1, e.is_extern = s.kernel < 0;
+}
 
 class Plan {
  public:
@@ -183,7 +234,7 @@ class Plan {
 
   // Emits the kernels and starts compiling them (in the background: a caller compiling several
   // graphs, as AOT's forward and backward, gets their compilers run at once).
-  Compiled build() {
+  Compiled build(const Options& options) {
     const Timer timer;
     Compiled c;
     std::vector<tile::Program> programs;
@@ -192,17 +243,21 @@ class Plan {
       const Node& n = p_.nodes[i];
       Step s;
       s.node = int(i);
-      if (n.kind != NodeKind::Extern) {
-        GeneratedKernel k = emit_tile(p_, n);
+      // max-autotune: tuned block sizes; a matmul extern becomes a generated kernel that beat BLAS.
+      std::optional<GeneratedKernel> k;
+      if (n.kind != NodeKind::Extern) k = emit_tile(p_, n, options.max_autotune ? tune_blocks(p_, n) : BlockSizes());
+      else if (options.max_autotune) k = tune_matmul(p_, n);
+      if (k) {
         s.kernel = int(programs.size());
-        s.args = k.args;
-        s.grid = k.grid;
-        c.kernels.push_back(tile::print(k.program));
-        programs.push_back(std::move(k.program));
+        s.args = k->args;
+        s.grid = k->grid;
+        c.kernels.push_back(tile::print(k->program));
+        programs.push_back(std::move(k->program));
       }
       steps_.push_back(std::move(s));
     }
     for (const auto& [step, bufs] : release_points(p_)) steps_[size_t(step)].release = bufs;
+    const std::string programs_ms = timer.ms();  // the tile programs; then the passes and C (or the group's entry)
     if (!programs.empty()) {
       std::string ir;
       for (const std::string& k : c.kernels) ir += k;
@@ -212,8 +267,8 @@ class Plan {
       KILN_LOG(output_code) << "inductor: " << count << " kernel(s) in " << pending_.sources().size()
                             << " translation unit(s)\n" << c.source;
     }
-    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms()
-                   << "; compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
+    KILN_LOG(perf) << "inductor: " << c.kernels.size() << " kernel(s) emitted in " << timer.ms() << " (tile programs "
+                   << programs_ms << "); compiling in " << (pending_.valid() ? pending_.sources().size() : 0) << " translation unit(s)";
     return c;
   }
 
@@ -309,8 +364,11 @@ class Plan {
     NoGradGuard no_grad;
     std::vector<tile::cpu::Arg> args;
     args.reserve(max_args_);
+    std::optional<StepTimes> times;  // KILN_LOGS=perf: where the call's time goes
+    if (log_enabled(LogComponent::perf)) times.emplace();
     for (const Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
+      if (times) times->start();
       if (s.kernel >= 0) {
         int64_t numel = 0;
         for (int o : n.outputs) {
@@ -357,8 +415,10 @@ class Plan {
           bufs[o] = conform(std::move(outs[k]), p_.buffers[o], layouts_[o], env);
         }
       }
+      if (times) times->stop(s, n, bufs);
       for (int b : s.release) bufs[size_t(b)] = Tensor();
     }
+    if (times) times->print();
     std::vector<Tensor> result;
     result.reserve(p_.outputs.size());
     for (int b : p_.outputs) result.push_back(bufs[size_t(b)]);
@@ -417,12 +477,12 @@ class Plan {
 // constants, the inputs' dtypes, sizes, strides and symbols) and the symbols' hints (block
 // sizes follow them), this build of kiln (its lowering and fusion) and what keys the kernels'
 // objects (compiler, flags, CPU, version) with the compile jobs (the group's split).
-std::string plan_key(const graph::Graph& g) {
+std::string plan_key(const graph::Graph& g, const Options& options) {
   std::string hints;
   for (const graph::Value* v : g.inputs())
     for (const SymInt& s : v->spec.sizes)
       if (s.is_symbolic()) hints += sym::str(s.expr()) + "=" + std::to_string(s.hint()) + " ";
-  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, runtime::cache::build_id(),
+  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, options.max_autotune ? "max-autotune" : "default", runtime::cache::build_id(),
                                tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
 }
 
@@ -444,7 +504,9 @@ bool load_plan(const std::string& key, std::shared_ptr<Plan>& plan) {
     plan = Plan::load(std::move(image), key);
     parts += ", rebuilt " + rebuild.ms();
   });
-  if (hit) KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  if (hit) {
+    KILN_LOG(perf) << "inductor: plan loaded from the cache in " << timer.ms() << ": " << parts;
+  }
   return hit;
 }
 
@@ -458,8 +520,8 @@ Compiled finish(std::shared_ptr<Plan> plan, Compiled c) {
 }
 
 // cached: through the plan cache (compile_graph_verbose builds, to show what it generates).
-Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, bool cached = true) {
-  const std::string key = cached && runtime::cache::enabled() ? inductor::plan_key(*g) : std::string();
+Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, const Options& options, bool cached = true) {
+  const std::string key = cached && runtime::cache::enabled() ? inductor::plan_key(*g, options) : std::string();
   if (plan_key) *plan_key = key;
   Compiled c;
   std::shared_ptr<Plan> plan;
@@ -467,18 +529,22 @@ Compiled compile_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_
   const Timer timer;
   plan = std::make_shared<Plan>(lower_and_schedule(std::move(g)));
   KILN_LOG(perf) << "inductor: lowered and scheduled " << plan->program().nodes.size() << " node(s) in " << timer.ms();
-  c = plan->build();
+  c = plan->build(options);
   if (!key.empty()) plan_cache::store(kPlanNamespace, key + ".plan", [&](plan_cache::Writer& w) { w(plan->image()); });
   return finish(std::move(plan), std::move(c));
 }
 
 }  // namespace
 
-Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr, false); }
+Compiled compile_graph_verbose(std::shared_ptr<const graph::Graph> g, const Options& options) {
+  return compile_keyed(std::move(g), nullptr, options, false);
+}
 
-GraphFn compile_graph(std::shared_ptr<const graph::Graph> g) { return compile_keyed(std::move(g), nullptr).run; }
+GraphFn compile_graph(std::shared_ptr<const graph::Graph> g, const Options& options) { return compile_keyed(std::move(g), nullptr, options).run; }
 
-GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key) { return compile_keyed(std::move(g), plan_key).run; }
+GraphFn compile_graph_keyed(std::shared_ptr<const graph::Graph> g, std::string* plan_key, const Options& options) {
+  return compile_keyed(std::move(g), plan_key, options).run;
+}
 
 GraphFn load_graph(const std::string& plan_key) {
   std::shared_ptr<Plan> plan;

@@ -112,26 +112,36 @@ const char* kind_name(Outcome::Kind k) {
   return "?";
 }
 
+Compiled compile_with(const Backend& backend, std::shared_ptr<const graph::Graph> g) {
+  NoGradGuard no_grad;
+  try {
+    return {backend(std::move(g)), {}};
+  } catch (const std::exception& e) {
+    return {nullptr, {Outcome::BackendError, std::string("compiling: ") + e.what()}};
+  }
+}
+
 Outcome check(const Backend& backend, std::shared_ptr<const graph::Graph> g, uint64_t seed,
               const std::vector<SymEnv>& calls, const std::vector<ErrorBound>& allowed) {
+  return check(compile_with(backend, g), *g, seed, calls, allowed);
+}
+
+Outcome check(const Compiled& compiled, const graph::Graph& g, uint64_t seed, const std::vector<SymEnv>& calls,
+              const std::vector<ErrorBound>& allowed) {
   NoGradGuard no_grad;
-  CompiledGraph run;
-  try {
-    run = backend(g);
-  } catch (const std::exception& e) {
-    return {Outcome::BackendError, std::string("compiling: ") + e.what()};
-  }
-  const std::vector<SymEnv> envs = calls.empty() ? std::vector<SymEnv>{hint_env(*g)} : calls;
+  if (!compiled.error.ok()) return compiled.error;
+  const CompiledGraph& run = compiled.run;
+  const std::vector<SymEnv> envs = calls.empty() ? std::vector<SymEnv>{hint_env(g)} : calls;
   for (size_t c = 0; c < envs.size(); ++c) {
     const std::string call = envs.size() > 1 ? "call " + std::to_string(c) + " (" + calls_str({envs[c]}) + "): " : "";
     std::vector<Tensor> expected, got;
     try {
-      expected = graph::interpret(*g, make_inputs(*g, seed, envs[c]));
+      expected = graph::interpret(g, make_inputs(g, seed, envs[c]));
     } catch (const std::exception& e) {
       return {Outcome::ReferenceError, call + e.what()};
     }
     try {
-      got = run(make_inputs(*g, seed, envs[c]));
+      got = run(make_inputs(g, seed, envs[c]));
     } catch (const std::exception& e) {
       return {Outcome::BackendError, call + e.what()};
     }

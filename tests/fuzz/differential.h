@@ -51,6 +51,17 @@ struct Outcome {
 };
 const char* kind_name(Outcome::Kind k);
 
+// A backend's compiled graph, or the BackendError compiling it threw.
+struct Compiled {
+  CompiledGraph run;
+  Outcome error;
+};
+Compiled compile_with(const Backend& backend, std::shared_ptr<const graph::Graph> g);
+
+// check() below, with the compiling done (compile_with: a caller compiles many graphs, then checks them).
+Outcome check(const Compiled& compiled, const graph::Graph& g, uint64_t seed, const std::vector<SymEnv>& calls,
+              const std::vector<ErrorBound>& allowed = {});
+
 // Compiles g with `backend` once and calls it once per env in `calls` (one empty env for a
 // graph without symbols; its symbols' hints without `calls`), comparing each call with graph::interpret on the same inputs.
 // ReferenceError: eager itself rejected the inputs (the graph is not a valid test).

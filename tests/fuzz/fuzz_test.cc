@@ -7,23 +7,31 @@
 //   KILN_FUZZ_OUT=DIR      where reduced failures are written (default: the temp dir)
 //   KILN_FUZZ_SECONDS=T    stop after T seconds even if fewer graphs ran (default 100: a slow
 //                          backend must not stall CI; the seeds run are always a prefix)
+//   KILN_FUZZ_BATCH=B      graphs whose kernels compile in one batch (default 64, batch.h; 0: each
+//                          graph's alone, as a user's compile)
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <kiln/compile.h>
 #include <kiln/ops.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
+#include <thread>
 
+#include "fuzz/batch.h"
 #include "fuzz/differential.h"
 #include "fuzz/program.h"
 #include "fuzz/reduce.h"
 #include "graph/pass_manager.h"
 #include "inductor/inductor.h"
+#include "tile/cpu/cc.h"
 
 namespace kiln::fuzz {
 namespace {
@@ -52,6 +60,20 @@ std::filesystem::path out_dir() {
   return v && *v ? std::filesystem::path(v) : std::filesystem::temp_directory_path();
 }
 
+// "12.3 s (CPU: 4.5 s here, 15.6 s in compilers)": a wall time and where the machine's time went.
+std::string cpu_times(std::chrono::steady_clock::duration wall) {
+  auto seconds = [](const rusage& u) {
+    return double(u.ru_utime.tv_sec + u.ru_stime.tv_sec) + 1e-6 * double(u.ru_utime.tv_usec + u.ru_stime.tv_usec);
+  };
+  rusage self{}, children{};
+  getrusage(RUSAGE_SELF, &self);
+  getrusage(RUSAGE_CHILDREN, &children);
+  char buf[128];
+  std::snprintf(buf, sizeof buf, "%.1f s (CPU: %.1f s in the process, %.1f s in compilers)",
+                std::chrono::duration<double>(wall).count(), seconds(self), seconds(children));
+  return buf;
+}
+
 size_t count_nodes(const Program& p) { return build(p).graph.nodes().size(); }
 
 // What the generated graphs exercise, so a generator that stops producing a feature fails.
@@ -75,8 +97,24 @@ struct Coverage {
   }
 };
 
+// Which optimization level a batch's kernels compile at (batch.h), in turn: mostly -O1 and -O0,
+// the cheap levels (the fuzzer tests what the code computes), and every fourth batch at the
+// backend's own -O3, so vectorized code is fuzzed too.
+const char* const kBatchLevels[] = {"-O1", "-O0", "-O1", "-O3"};
+
+// One generated graph and what each backend under test made of it.
+struct Case {
+  uint64_t seed;
+  Program program;
+  std::shared_ptr<const graph::Graph> graph;
+  std::vector<SymEnv> calls;
+  std::vector<ErrorBound> allowed;
+  std::vector<Outcome> outcomes;  // per backend, up to the first ReferenceError
+};
+
 TEST(Fuzz, BackendsMatchEager) {
   const uint64_t first = env_int("KILN_FUZZ_SEED", 0), iters = env_int("KILN_FUZZ_ITERS", 5000);
+  const uint64_t batch_size = env_int("KILN_FUZZ_BATCH", 64);
   const std::vector<std::string> names = backends_under_test();
   ASSERT_FALSE(names.empty()) << "no backend to test besides eager";
   std::vector<Backend> backends;
@@ -85,44 +123,84 @@ TEST(Fuzz, BackendsMatchEager) {
   int skipped = 0, failures = 0;
   std::string first_skip;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(env_int("KILN_FUZZ_SECONDS", 100));
-  for (uint64_t seed = first; seed < first + iters && failures < 3; ++seed) {
-    if (std::chrono::steady_clock::now() > deadline) {
+  std::optional<KernelBatch> batch;  // KILN_FUZZ_BATCH=0: each graph's kernels compile alone, as a user's do
+  if (batch_size > 0) batch.emplace();
+  const auto start = std::chrono::steady_clock::now();
+  auto run_checks = [&](Case& c) {
+    for (const Backend& backend : backends) {
+      c.outcomes.push_back(check(compile_with(backend, c.graph), *c.graph, c.seed, c.calls, c.allowed));
+      if (c.outcomes.back().kind == Outcome::ReferenceError) break;
+    }
+  };
+  uint64_t seed = first;
+  std::chrono::steady_clock::duration last_batch{};  // a batch that would end past the deadline is not started
+  for (size_t index = 0; seed < first + iters && failures < 3; ++index) {
+    const auto batch_start = std::chrono::steady_clock::now();
+    if (batch_start + last_batch > deadline) {
       std::cout << "[fuzz] KILN_FUZZ_SECONDS reached after " << seed - first << " of " << iters << " graphs\n";
       break;
     }
-    const Program p = generate(seed);
-    Built b = build(p);
-    try {
-      graph::verify(b.graph);
-    } catch (const Error& e) {
-      ADD_FAILURE() << "seed " << seed << ": the generator built an invalid graph: " << e.what() << "\n"
-                    << graph::print(b.graph);
-      ++failures;
-      continue;
-    }
-    cov.add(p, b.graph);
-    auto g = std::make_shared<const graph::Graph>(std::move(b.graph));
-    for (size_t k = 0; k < backends.size(); ++k) {
-      const Outcome o = check(backends[k], g, seed, b.calls, b.allowed);
-      if (o.kind == Outcome::ReferenceError) {
-        if (skipped++ == 0) first_skip = "seed " + std::to_string(seed) + ": " + o.message;
-        break;
+    // A batch of graphs, each checked on a thread of its own while the kernels of all of them
+    // compile together (batch.h).
+    const uint64_t to = std::min(first + iters, seed + std::max<uint64_t>(batch_size, 1));
+    std::vector<Case> cases;
+    for (; seed < to; ++seed) {
+      Case c{seed, generate(seed), nullptr, {}, {}, {}};
+      Built b = build(c.program);
+      try {
+        graph::verify(b.graph);
+      } catch (const Error& e) {
+        ADD_FAILURE() << "seed " << seed << ": the generator built an invalid graph: " << e.what() << "\n"
+                      << graph::print(b.graph);
+        ++failures;
+        continue;
       }
-      if (o.ok()) continue;
-      ++failures;
-      const Program small = reduce(backends[k], p);
-      const Outcome again = run_program(backends[k], small);
-      const std::string text = repro_text(small, names[k], again);
-      const auto file = out_dir() / ("kiln_fuzz_" + names[k] + "_seed" + std::to_string(seed) + ".kir");
-      std::ofstream(file) << text;
-      ADD_FAILURE() << "seed " << seed << ", backend " << names[k] << ": " << kind_name(o.kind) << ": " << o.message
-                    << "\nreduced from " << g->nodes().size() << " to " << count_nodes(small) << " nodes, written to "
-                    << file.string() << ":\n" << text;
+      cov.add(c.program, b.graph);
+      c.graph = std::make_shared<const graph::Graph>(std::move(b.graph));
+      c.calls = std::move(b.calls);
+      c.allowed = std::move(b.allowed);
+      cases.push_back(std::move(c));
     }
+    if (batch) {
+      batch->open(int(cases.size()));
+      std::vector<std::thread> tasks;
+      for (Case& c : cases) tasks.emplace_back([&] { run_checks(c), batch->task_done(); });
+      batch->close_when_ready(kBatchLevels[index % std::size(kBatchLevels)], tile::cpu::compile_jobs());
+      for (std::thread& t : tasks) t.join();
+    } else {
+      for (Case& c : cases) run_checks(c);
+    }
+    last_batch = std::chrono::steady_clock::now() - batch_start;
+    // In seed order: a skip, or a failure reduced (each candidate compiled alone) and written out.
+    for (const Case& c : cases) {
+      for (size_t k = 0; k < c.outcomes.size() && failures < 3; ++k) {
+        const Outcome& o = c.outcomes[k];
+        if (o.kind == Outcome::ReferenceError) {
+          if (skipped++ == 0) first_skip = "seed " + std::to_string(c.seed) + ": " + o.message;
+          break;
+        }
+        if (o.ok()) continue;
+        ++failures;
+        const Program small = reduce(backends[k], c.program);
+        const Outcome again = run_program(backends[k], small);
+        const std::string text = repro_text(small, names[k], again);
+        const auto file = out_dir() / ("kiln_fuzz_" + names[k] + "_seed" + std::to_string(c.seed) + ".kir");
+        std::ofstream(file) << text;
+        ADD_FAILURE() << "seed " << c.seed << ", backend " << names[k] << ": " << kind_name(o.kind) << ": " << o.message
+                      << "\nreduced from " << c.graph->nodes().size() << " to " << count_nodes(small)
+                      << " nodes, written to " << file.string() << ":\n" << text;
+      }
+    }
+  }
+  if (batch) {
+    const KernelBatch::Stats st = batch->stats();
+    std::cout << "[fuzz] kernels: " << st.units << " translation units compiled in " << st.batches << " compiler calls, "
+              << st.alone << " alone, " << st.failed << " failed batches, " << st.quiet_closes << " closed after 5 quiet seconds\n";
   }
   std::cout << "[fuzz] " << cov.graphs << " graphs (" << cov.nodes << " nodes, " << cov.ops.size() << " distinct ops, "
             << cov.dynamic << " dynamic, " << cov.strided_inputs << " strided inputs, " << cov.empty
-            << " with a size-0 input) x " << names.size() << " backends; " << skipped << " skipped\n";
+            << " with a size-0 input) x " << names.size() << " backends; " << skipped << " skipped; "
+            << cpu_times(std::chrono::steady_clock::now() - start) << "\n";
   // Eager rejects almost no generated graph: the generator keeps its choices valid.
   EXPECT_LE(skipped, cov.graphs / 50 + 1) << "first: " << first_skip;
   if (cov.graphs >= 1000) {  // every feature the fuzzer promises shows up in a run of this size
@@ -265,6 +343,38 @@ TEST(FuzzReducer, KeepsOnlyWhatTheFailureNeeds) {
   ASSERT_EQ(small.inputs.size(), 1u);
   EXPECT_EQ(small.inputs[0].dtype, kFloat32);  // simplified where the failure does not care
   EXPECT_EQ(small.inputs[0].sizes, (std::vector<int64_t>{3}));  // one dim, the smallest size that still fails
+}
+
+// Graphs checked on threads of their own while their kernels compile together: one compiler
+// call for all, each graph's results right, though every graph names its kernels k0, k1, ...
+// (the three negs below all have a kernel k0_neg, with different sizes and dtypes).
+TEST(FuzzBatch, CompilesManyGraphsKernelsInOneCall) {
+  const std::vector<std::string> registered = list_backends();
+  if (std::find(registered.begin(), registered.end(), "inductor") == registered.end()) GTEST_SKIP() << "no inductor";
+  const Backend inductor = backend_named("inductor");
+  std::vector<std::shared_ptr<const graph::Graph>> graphs;
+  for (const char* spec : {"f32[4]", "f32[5]", "f64[3, 2]"})
+    graphs.push_back(std::make_shared<const graph::Graph>(graph::parse(
+        std::string("graph(%x: ") + spec + "):\n  %0: " + spec + " = neg(%x)\n  return (%0)\n")));
+  for (uint64_t seed = 900000; graphs.size() < 12; ++seed) graphs.push_back(std::make_shared<const graph::Graph>(build(generate(seed)).graph));
+  std::vector<Outcome> outcomes(graphs.size());
+  {
+    KernelBatch batch;
+    batch.open(int(graphs.size()));
+    std::vector<std::thread> tasks;
+    for (size_t i = 0; i < graphs.size(); ++i)
+      tasks.emplace_back([&, i] {
+        outcomes[i] = check(compile_with(inductor, graphs[i]), *graphs[i], 1, {});
+        batch.task_done();
+      });
+    batch.close_when_ready("-O1");
+    for (std::thread& t : tasks) t.join();
+    const KernelBatch::Stats st = batch.stats();
+    EXPECT_EQ(st.batches, 1);
+    EXPECT_GE(st.units, 3);  // the negs' at least (a generated graph may have no kernel)
+    EXPECT_EQ(st.alone + st.failed + st.quiet_closes, 0);
+  }
+  for (size_t i = 0; i < graphs.size(); ++i) EXPECT_TRUE(outcomes[i].ok()) << i << ": " << outcomes[i].message;
 }
 
 TEST(FuzzCompare, TolerancesAndNaN) {

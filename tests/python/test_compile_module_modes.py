@@ -1,6 +1,8 @@
 """Graphs of a compiled module for train() and eval() stay cached side by side (issue 14, item 3):
 a training loop that evaluates every 2 steps compiles each mode once, and computes what torch
 computes for the same program; a changed attribute still recompiles."""
+import gc
+
 import numpy as np
 import pytest
 import torch
@@ -53,6 +55,8 @@ def train_with_evals(M, steps=50):
 def test_train_eval_switches_keep_both_graphs():
     model, losses, evals = train_with_evals(kiln)
     _, t_losses, t_evals = train_with_evals(torch)
+    torch._dynamo.reset()  # torch.compile's graphs would otherwise be collected during a later test
+    gc.collect()
     np.testing.assert_allclose(losses, t_losses, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(evals, t_evals, rtol=1e-5, atol=1e-5)
     report = model.explain()

@@ -23,6 +23,11 @@ class Graph;
 
 struct CompileOptions {
   std::string backend = "inductor";
+  // torch.compile's modes (docs/compiler.md, "Modes"): "default"; "reduce-overhead" (CUDA graphs
+  // in torch: the default mode on the CPU); "max-autotune" and "max-autotune-no-cudagraphs" (the
+  // same on the CPU): inductor tunes its kernels' block sizes and races BLAS against a generated
+  // matmul. A mode other than "default" is an option of the "inductor" backend only.
+  std::string mode = "default";
   // nullopt: automatic (a size that changed between two compilations becomes symbolic in the
   // next); true: every size is symbolic from the start; false: every size is specialized.
   // Sizes 0 and 1 are always specialized.

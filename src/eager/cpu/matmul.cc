@@ -128,10 +128,14 @@ void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
     }
   KILN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix too large for BLAS");
   const std::vector<int64_t> ox = batch_offsets(batch, mx.bst), oy = batch_offsets(batch, my.bst);
-  // Many small products: one thread per batch (OpenBLAS runs such sizes single-threaded);
-  // otherwise one product at a time and OpenBLAS threads inside it.
-  const bool small = double(m) * double(n) * double(k) < 262144.0;
-#pragma omp parallel for if (nb > 1 && small) schedule(static)
+  // Batches of small or mid-sized products (attention's per-head products, 256x256x64): one
+  // thread per product, each gemm single-threaded (OpenBLAS's threads inside a product this
+  // small cost more to start and synchronise than they save). A few large products: one at a
+  // time, OpenBLAS threads inside each. (max_threads: one thread on an oversubscribed machine.)
+  const double work = double(m) * double(n) * double(k);
+  const int threads = max_threads();
+  const bool by_batch = threads > 1 && (work < 262144.0 || (work <= double(1 << 26) && nb >= 2 * threads));
+#pragma omp parallel for if (nb > 1 && by_batch) num_threads(threads) schedule(static)
   for (int64_t i = 0; i < nb; ++i) gemm<T>(mx, my, m, n, k, a + ox[size_t(i)], b + oy[size_t(i)], o + i * m * n);
 }
 

@@ -224,9 +224,19 @@ Library::~Library() {
 }
 
 void* Library::symbol(const std::string& name) const {
-  void* s = dlsym(handle_, name.c_str());
-  if (!s) fail("the compiled object " + library_path_ + " has no symbol " + name);
+  void* s = dlsym(handle_, (name + suffix_).c_str());
+  if (!s) fail("the compiled object " + library_path_ + " has no symbol " + name + suffix_);
   return s;
+}
+
+namespace {
+std::mutex g_hook_mu;
+std::shared_ptr<const PrebuiltHook> g_hook;
+}  // namespace
+
+void set_prebuilt_hook(PrebuiltHook hook) {
+  std::lock_guard<std::mutex> lock(g_hook_mu);
+  g_hook = hook ? std::make_shared<const PrebuiltHook>(std::move(hook)) : nullptr;
 }
 
 namespace {
@@ -262,7 +272,16 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
   // A warm process loads the object the disk cache holds (checked by get_path) and compiles
   // nothing; one dlopen refuses is removed and rebuilt.
   std::string error;
-  if (auto cached = runtime::cache::get_path(kCacheNamespace, entry)) {
+  std::shared_ptr<const PrebuiltHook> hook;
+  {
+    std::lock_guard<std::mutex> lock(g_hook_mu);
+    hook = g_hook;
+  }
+  if (auto pre = hook ? (*hook)(source) : std::nullopt) {
+    if (!(lib->handle_ = open_library(pre->path, error))) fail("cannot load the prebuilt object " + pre->path + ": " + error);
+    lib->library_path_ = pre->path;
+    lib->suffix_ = pre->suffix;
+  } else if (auto cached = runtime::cache::get_path(kCacheNamespace, entry)) {
     if ((lib->handle_ = open_library(*cached, error))) {
       lib->library_path_ = *cached;
       lib->from_cache_ = true;

@@ -3,7 +3,9 @@
 // a process that finds its kernels there loads them and runs no compiler. Sources go to a
 // per-process temporary folder.
 #pragma once
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +44,7 @@ class Library {
   Library() = default;
   void* handle_ = nullptr;
   std::string source_path_, library_path_, key_;
+  std::string suffix_;  // appended to every symbol() name (a prebuilt object's, below)
   double seconds_ = 0;
   bool from_cache_ = false;
 };
@@ -53,5 +56,16 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
 // The process's folder for generated sources and objects (emptied and removed at exit, but for
 // sources that failed to compile; KILN_TILE_KEEP=1 keeps everything).
 const std::string& work_dir();
+
+// A hook for a caller that compiles many sources in one compiler call (the graph fuzzer batches
+// many graphs' kernels into one object: tests/fuzz/batch.h). While one is set, compile_source
+// asks it before the disk cache and the compiler: the path of a shared object that defines the
+// source's symbols, each named with `suffix` appended, or nullopt to compile as usual. Such an
+// object is not stored in the disk cache. Thread-safe; an empty function removes the hook.
+struct Prebuilt {
+  std::string path, suffix;
+};
+using PrebuiltHook = std::function<std::optional<Prebuilt>(const std::string& source)>;
+void set_prebuilt_hook(PrebuiltHook hook);
 
 }  // namespace kiln::tile::cpu

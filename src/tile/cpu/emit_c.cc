@@ -137,6 +137,12 @@ class CpuEmitter final : public CLikeEmitter {
     return "kiln_tile_atomic_add<" + memory_type(d) + ">(" + ptr + ", " + value + ")";
   }
   bool streams_stores() const override { return true; }
+  // Off: inductor's memory plan runs an in-place update's kernel with its output and its input
+  // bound to one buffer (memory_plan.cc, in_place_writes), two pointer parameters the emitter
+  // cannot tell apart, so a load recomputed after the store read the new values
+  // (CompileTrainStep.MlpAdamWWithLrSchedule diverged). On again once a program says which
+  // parameters may alias.
+  bool recomputes_loads() const override { return false; }
   std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const override {
     return "kiln_tile_store_row(" + dst + ", " + src + ", " + std::to_string(bytes) + ", _stream);";
   }

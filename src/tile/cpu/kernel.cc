@@ -5,7 +5,9 @@
 #include <cctype>
 #include <limits>
 #include <optional>
+#include <map>
 #include <set>
+#include <utility>
 
 #include <kiln/log.h>
 
@@ -135,31 +137,49 @@ std::vector<size_t> part_starts(const std::vector<size_t>& sizes) {
   return starts;
 }
 
-std::string part_stem(const std::vector<Program>& programs, size_t begin, size_t end) {
+std::string part_stem(const std::vector<Program>& programs, const std::vector<size_t>& members) {
   std::string stem;
-  for (size_t i = begin; i < end; ++i) stem += (stem.empty() ? "" : "+") + programs[i].name;
+  for (size_t i : members) stem += (stem.empty() ? "" : "+") + programs[i].name;
   if (stem.size() > 60) stem = stem.substr(0, 60);
   for (char& c : stem)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '+') c = '_';
   return stem;
 }
 
+// A program's text without its names (the kernel's and its parameters') and origins: what its
+// C depends on. Kernels with the same code text (a model's layers, an optimizer's per-parameter
+// updates) compile once and launch the one entry.
+std::string code_text(Program& p) {
+  std::string name = std::exchange(p.name, "kernel");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < p.params.size(); ++i) names.push_back(std::exchange(p.params[i].value->name, "p" + std::to_string(i)));
+  PrintOptions o;
+  o.origins = false;
+  std::string text = print(p, o);
+  p.name = std::move(name);
+  for (size_t i = 0; i < p.params.size(); ++i) p.params[i].value->name = std::move(names[i]);
+  return text;
+}
+
 // What a group compiles to, short of the compilers: its translation units and each kernel's
-// part and IR after the passes. Kept in the disk cache ("tile-group", keyed by the programs'
+// part, the kernel whose code it runs (itself or an earlier one with the same code) and IR
+// after the passes. Kept in the disk cache ("tile-group", keyed by the programs'
 // text before the passes, the passes and cache_key's compiler, flags, CPU and version), so a
 // warm process skips the passes and the C emitter too.
 struct Layout {
   std::vector<std::string> stems, sources;  // per translation unit
   std::vector<size_t> part_of;              // per kernel
+  std::vector<size_t> code_of;              // per kernel: the kernel whose entry it launches
   std::vector<std::string> ir;              // per kernel
 
   std::string serialize() const {
-    std::string out = "kiln-tile-group 1\n";
+    std::string out = "kiln-tile-group 2\n";
     auto field = [&](const std::string& f) { out += std::to_string(f.size()) + "\n" + f; };
     out += std::to_string(sources.size()) + "\n";
     for (size_t k = 0; k < sources.size(); ++k) field(stems[k]), field(sources[k]);
     out += std::to_string(ir.size()) + "\n";
-    for (size_t i = 0; i < ir.size(); ++i) out += std::to_string(part_of[i]) + "\n", field(ir[i]);
+    for (size_t i = 0; i < ir.size(); ++i)
+      out += std::to_string(part_of[i]) + "\n" + std::to_string(code_of[i]) + "\n", field(ir[i]);
     return out;
   }
   // Null when the text is not a layout of `kernels` kernels (an entry of another format).
@@ -185,15 +205,17 @@ struct Layout {
       at += n;
       return f;
     };
-    if (line() != "kiln-tile-group 1") return std::nullopt;
+    if (line() != "kiln-tile-group 2") return std::nullopt;
     Layout l;
     const size_t parts = number();
     for (size_t k = 0; ok && k < parts; ++k) l.stems.push_back(field()), l.sources.push_back(field());
     if (number() != kernels) return std::nullopt;
     for (size_t i = 0; ok && i < kernels; ++i) {
       l.part_of.push_back(number());
+      l.code_of.push_back(number());
       l.ir.push_back(field());
-      if (l.part_of.back() >= parts) ok = false;
+      const size_t code = l.code_of.back();
+      if (l.part_of.back() >= parts || code > i || l.code_of[code] != code || l.part_of[code] != l.part_of.back()) ok = false;
     }
     if (!ok || at != text.size() || parts == 0) return std::nullopt;
     return l;
@@ -204,25 +226,37 @@ constexpr const char* kGroupNamespace = "tile-group";
 
 Layout layout(std::vector<Program>& programs, const std::string& passes) {
   Layout l;
-  std::vector<size_t> sizes;
-  for (Program& p : programs) {
+  std::vector<size_t> unique, sizes;      // the kernels that compile, and their IR sizes
+  std::map<std::string, size_t> by_code;  // code text -> the first kernel with it
+  for (size_t i = 0; i < programs.size(); ++i) {
+    Program& p = programs[i];
     verify(p);
     run_passes(p, passes);
     l.ir.push_back(print(p));
-    sizes.push_back(l.ir.back().size());
+    const size_t code = by_code.emplace(code_text(p), i).first->second;
+    l.code_of.push_back(code);
+    if (code == i) unique.push_back(i), sizes.push_back(l.ir.back().size());
   }
   std::vector<size_t> starts = part_starts(sizes);
-  starts.push_back(programs.size());
+  starts.push_back(unique.size());
   l.part_of.resize(programs.size());
   for (size_t k = 0; k + 1 < starts.size(); ++k) {
+    std::vector<size_t> members(unique.begin() + long(starts[k]), unique.begin() + long(starts[k + 1]));
     std::vector<const Program*> ptrs;
-    for (size_t i = starts[k]; i < starts[k + 1]; ++i) {
-      ptrs.push_back(&programs[i]);
-      l.part_of[i] = k;
-    }
+    for (size_t i : members) ptrs.push_back(&programs[i]), l.part_of[i] = k;
     l.sources.push_back(translation_unit(ptrs));
-    l.stems.push_back(part_stem(programs, starts[k], starts[k + 1]));
+    l.stems.push_back(part_stem(programs, members));
   }
+  std::vector<std::string> shared(l.sources.size());  // which kernels launch another's entry
+  for (size_t i = 0; i < programs.size(); ++i) {
+    if (l.code_of[i] == i) continue;
+    l.part_of[i] = l.part_of[l.code_of[i]];
+    shared[l.part_of[i]] += "// " + programs[i].name + " runs the code of " + programs[l.code_of[i]].name + "\n";
+  }
+  for (size_t k = 0; k < l.sources.size(); ++k)
+    if (!shared[k].empty()) l.sources[k] += "\n// Kernels with the same code as one above (one entry serves them):\n" + shared[k];
+  KILN_LOG(perf) << "tile: " << programs.size() << " kernel(s), " << unique.size() << " of distinct code, in "
+                 << l.sources.size() << " translation unit(s)";
   return l;
 }
 
@@ -258,7 +292,7 @@ PendingGroup compile_group_async(std::vector<Program> programs, const std::strin
     const Program& p = programs[i];
     GroupImage::Entry& e = image.kernels.emplace_back();
     e.name = p.name;
-    e.symbol = entry_name(p);
+    e.symbol = entry_name(programs[l.code_of[i]]);
     for (const Param& prm : p.params) e.params.push_back({prm.name, prm.kind, prm.value->type.dtype});
     e.meta = p.meta;
     e.part = l.part_of[i];

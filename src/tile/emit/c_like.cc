@@ -380,6 +380,48 @@ bool CLikeEmitter::streamed(const Op& store, const Group& g) const {
 
 std::string CLikeEmitter::stream_row(const std::string&, const std::string&, int64_t) const { return ""; }
 
+const Value* CLikeEmitter::pointer_root(const Value* p) {
+  while (p->def) {
+    const OpCode c = p->def->code;
+    if (c != OpCode::AddPtr && c != OpCode::Splat && c != OpCode::Broadcast && c != OpCode::ExpandDims &&
+        c != OpCode::Reshape && c != OpCode::Permute)
+      return nullptr;
+    p = p->def->operands[0];
+  }
+  return p;
+}
+
+int CLikeEmitter::recompute_cost(const Value* v, const Group& g) const {
+  constexpr int kNo = 1 << 20;
+  if (!v->def || !g.members.count(v->def)) {  // from before the loop: read as it is
+    if (auto it = recomputed_.find(v); it != recomputed_.end()) return it->second;
+    return access_.at(v).kind == Access::Kind::Register ? kNo : 0;
+  }
+  if (index_like(v)) return 0;
+  const Op& op = *v->def;
+  if (op.code == OpCode::Load) {
+    // Memory the program never writes reads the same later. (Pointer parameters are __restrict:
+    // no other one aliases it.)
+    const Value* root = pointer_root(op.operands[0]);
+    const bool param = root && std::any_of(prog_->params.begin(), prog_->params.end(),
+                                           [&](const Param& prm) { return prm.value == root; });
+    if (writes_unknown_ || !param || written_roots_.count(root)) return kNo;
+  } else if (op.code == OpCode::Pointwise) {
+    using ops::OpId;
+    static const std::set<OpId> cheap = {OpId::add, OpId::sub, OpId::mul, OpId::neg, OpId::abs, OpId::maximum,
+                                         OpId::minimum, OpId::where, OpId::eq, OpId::ne, OpId::lt, OpId::le,
+                                         OpId::gt, OpId::ge, OpId::logical_not, OpId::logical_and, OpId::logical_or};
+    const std::optional<double> e = op.prim == OpId::pow ? constant_exponent(op.operands[1]) : std::nullopt;
+    const bool multiplies = e && (*e == 2 || *e == 3 || *e == 4);  // constant_power's multiplies
+    if (!cheap.count(op.prim) && !multiplies) return kNo;
+  } else if (op.code != OpCode::Cast) {
+    return kNo;
+  }
+  int cost = 1;
+  for (const Value* u : op.operands) cost = std::min(kNo, cost + recompute_cost(u, g));
+  return cost;
+}
+
 bool CLikeEmitter::elementwise(OpCode c) const {
   return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
          c == OpCode::Store || c == OpCode::AtomicAdd;
@@ -432,12 +474,18 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
   }
 }
 
-std::string CLikeEmitter::constant_power(const std::string& x, const Value* exponent, DType d) const {
+std::optional<double> CLikeEmitter::constant_exponent(const Value* exponent) {
   const Value* e = exponent;
   while (e->def && (e->def->code == OpCode::Splat || e->def->code == OpCode::Broadcast || e->def->code == OpCode::ExpandDims))
     e = e->def->operands[0];
-  if (!e->def || e->def->code != OpCode::Constant) return "";
-  const double c = e->def->value.to_double();
+  if (!e->def || e->def->code != OpCode::Constant) return std::nullopt;
+  return e->def->value.to_double();
+}
+
+std::string CLikeEmitter::constant_power(const std::string& x, const Value* exponent, DType d) const {
+  const std::optional<double> e = constant_exponent(exponent);
+  if (!e) return "";
+  const double c = *e;
   const std::string t = compute_type(d);
   auto mul = [&](const std::string& a, const std::string& b) { return "ks::mul<" + t + ">(" + a + ", " + b + ")"; };
   // Exactly what pow gives for every x (zeros, infinities and NaN included), by multiplies, or
@@ -473,8 +521,16 @@ std::string CLikeEmitter::emit(const Program& p) {
   access_.clear();
   stack_bytes_ = 0;
   streamed_bytes_ = 0;
+  written_roots_.clear();
+  writes_unknown_ = false;
+  recomputed_.clear();
   walk(p.body, [&](const Op& op) {
     for (const Value* v : op.operands) users_[v].push_back(&op);
+    if (op.code == OpCode::Store || op.code == OpCode::AtomicAdd) {
+      const Value* root = pointer_root(op.operands[0]);
+      if (root) written_roots_.insert(root);
+      else writes_unknown_ = true;
+    }
   });
   for (const Param& prm : p.params) access_[prm.value] = Access::uniform(cname(prm.value));
   out_.clear(1);
@@ -599,10 +655,43 @@ void CLikeEmitter::close_group(Group& g) {
     for (const Value* r : op->results)
       for (const Op* u : users_[r])
         if (!g.members.count(u) && !index_like(r)) leaving.insert(r);
-  bool work = false;  // a loop of nothing but index arithmetic (recomputed where read) is not written
-  for (const Op* op : g.ops) work = work || op->results.empty() || !index_like(op->result());
+  // Cheap values read later only by reductions and loops of this region: recomputed there.
+  constexpr int kRecomputeCost = 8;  // ops per read, a value read twice counted twice
+  std::vector<const Value*> recompute;  // (in program order)
+  if (recomputes_loads()) {
+    for (const Op* op : g.ops)
+      for (const Value* r : op->results) {
+        if (!leaving.count(r) || recompute_cost(r, g) > kRecomputeCost) continue;
+        bool readers_ok = true;
+        for (const Op* u : users_[r]) {
+          if (g.members.count(u)) continue;
+          const bool in_region = std::any_of(region_->ops.begin(), region_->ops.end(),
+                                             [&](const std::unique_ptr<Op>& o) { return o.get() == u; });
+          readers_ok = readers_ok && in_region && (u->code == OpCode::Reduce || elementwise(u->code));
+        }
+        if (readers_ok) recompute.push_back(r);
+      }
+    for (const Value* r : recompute) leaving.erase(r);
+  }
+  // Recomputed values, and the values in this loop they read: an Expr once the loop is closed.
+  auto recompute_after = [&] {
+    std::vector<const Value*> todo(recompute.begin(), recompute.end());
+    while (!todo.empty()) {
+      const Value* v = todo.back();
+      todo.pop_back();
+      if (!v->def || !g.members.count(v->def) || recomputed_.count(v) || index_like(v) || leaving.count(v)) continue;
+      recomputed_[v] = recompute_cost(v, g);
+      access_[v] = expr_access(*v->def);
+      for (const Value* u : v->def->operands) todo.push_back(u);
+    }
+  };
+  bool work = false;  // a loop of nothing but index arithmetic (recomputed where read) is not written,
+  // nor one whose values are all recomputed where they are read (a load's copy)
+  for (const Op* op : g.ops) work = work || op->has_side_effects() || (!op->results.empty() && leaving.count(op->result()));
   if (!work) {
-    for (const Op* op : g.ops) access_[op->result()] = expr_access(*op);
+    for (const Op* op : g.ops)
+      if (index_like(op->result())) access_[op->result()] = expr_access(*op);
+    recompute_after();
     g = Group{};
     return;
   }
@@ -648,6 +737,7 @@ void CLikeEmitter::close_group(Group& g) {
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (index_like(r)) access_[r] = expr_access(*op);
+  recompute_after();
   for (const Op* op : g.ops) {  // the staged rows, written out
     if (!staged.count(op)) continue;
     const int64_t row = g.shape.back() * int64_t(itemsize(op->operands[1]->type.dtype));

@@ -16,6 +16,7 @@
 
 #include "runtime/cache.h"
 #include "support/cache_child.h"
+#include "support/test_util.h"
 
 namespace kiln {
 namespace {
@@ -68,13 +69,6 @@ class InductorDiskCacheTest : public test::CacheChildTest {
   }
 };
 
-// How often `what` occurs in `text`.
-int count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
 TEST_F(InductorDiskCacheTest, AWarmProcessCompilesNothing) {
   const std::string cold_log = child("cold.log");
   const int cold = lines(root_ + "/compiles");
@@ -82,15 +76,15 @@ TEST_F(InductorDiskCacheTest, AWarmProcessCompilesNothing) {
   EXPECT_GE(entries("tile-group").size(), 2u);
   EXPECT_EQ(entries("inductor-plan").size(), 2u) << cold_log;
   EXPECT_EQ(entries("inductor-graph").size(), 1u) << cold_log;
-  EXPECT_EQ(count(cold_log, "[kiln:perf] aot: decomposed and functionalized"), 1) << cold_log;
-  EXPECT_EQ(count(cold_log, "[kiln:perf] inductor: lowered and scheduled"), 2) << cold_log;
+  EXPECT_EQ(test::count_occurrences(cold_log, "[kiln:perf] aot: decomposed and functionalized"), 1) << cold_log;
+  EXPECT_EQ(test::count_occurrences(cold_log, "[kiln:perf] inductor: lowered and scheduled"), 2) << cold_log;
   const std::string warm = child("warm.log");
   // The graph and both its plans loaded: nothing of AOT, no lowering, fusion, tile passes or
   // emission, and no compiler.
-  EXPECT_EQ(count(warm, "[kiln:perf] aot: compiled graphs loaded from the cache"), 1) << warm;
+  EXPECT_EQ(test::count_occurrences(warm, "[kiln:perf] aot: compiled graphs loaded from the cache"), 1) << warm;
   EXPECT_EQ(warm.find("decomposed and functionalized"), std::string::npos) << warm;
-  EXPECT_EQ(count(warm, "[kiln:cache] hit " + root_ + "/cache/inductor-plan/"), 2) << warm;
-  EXPECT_EQ(count(warm, "[kiln:perf] inductor: plan loaded from the cache"), 2) << warm;
+  EXPECT_EQ(test::count_occurrences(warm, "[kiln:cache] hit " + root_ + "/cache/inductor-plan/"), 2) << warm;
+  EXPECT_EQ(test::count_occurrences(warm, "[kiln:perf] inductor: plan loaded from the cache"), 2) << warm;
   EXPECT_EQ(warm.find("lowered and scheduled"), std::string::npos) << warm;
   EXPECT_EQ(warm.find("kernel(s) emitted"), std::string::npos) << warm;
   EXPECT_EQ(warm.find("[kiln:cache] compiled"), std::string::npos) << warm;
@@ -105,7 +99,7 @@ TEST_F(InductorDiskCacheTest, ACorruptPlanEntryIsRebuilt) {
   fs::resize_file(plans[0], fs::file_size(plans[0]) - 40);  // the trailer and the plan's end
   const std::string again = child("again.log");
   EXPECT_NE(again.find("[kiln:cache] corrupt entry " + plans[0].string()), std::string::npos) << again;
-  EXPECT_EQ(count(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
+  EXPECT_EQ(test::count_occurrences(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
   EXPECT_NE(again.find("[kiln:cache] wrote " + plans[0].string()), std::string::npos) << again;
   EXPECT_EQ(lines(root_ + "/compiles"), cold) << again;
 }
@@ -117,8 +111,8 @@ TEST_F(InductorDiskCacheTest, ACorruptGraphEntryIsRebuiltFromThePlans) {
   fs::resize_file(graphs[0], fs::file_size(graphs[0]) - 1);
   const std::string again = child("again.log");
   EXPECT_NE(again.find("[kiln:cache] corrupt entry " + graphs[0].string()), std::string::npos) << again;
-  EXPECT_EQ(count(again, "[kiln:perf] aot: decomposed and functionalized"), 1) << again;
-  EXPECT_EQ(count(again, "[kiln:perf] inductor: plan loaded from the cache"), 2) << again;
+  EXPECT_EQ(test::count_occurrences(again, "[kiln:perf] aot: decomposed and functionalized"), 1) << again;
+  EXPECT_EQ(test::count_occurrences(again, "[kiln:perf] inductor: plan loaded from the cache"), 2) << again;
   EXPECT_EQ(again.find("lowered and scheduled"), std::string::npos) << again;
   EXPECT_NE(again.find("[kiln:cache] wrote " + graphs[0].string()), std::string::npos) << again;
 }
@@ -134,7 +128,7 @@ TEST_F(InductorDiskCacheTest, APlanEntryThatChecksOutButDoesNotParseIsRebuilt) {
   const std::string again = child("again.log");
   EXPECT_NE(again.find("[kiln:cache] the cached plan " + plans[1].filename().string() + " does not parse"), std::string::npos)
       << again;
-  EXPECT_EQ(count(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
+  EXPECT_EQ(test::count_occurrences(again, "[kiln:perf] inductor: lowered and scheduled"), 1) << again;
 }
 
 TEST_F(InductorDiskCacheTest, ProcessesCompilingTheSameGraphAtOnceLeaveValidEntries) {

@@ -22,6 +22,14 @@ void expect_error(F&& f, const std::string& text) {
   }
 }
 
+// How often `what` occurs in `text` (counting overlapping occurrences): for checks on logs and
+// generated code.
+inline int count_occurrences(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
 inline std::mt19937_64& rng() {
   static std::mt19937_64 r(1234);
   return r;
