@@ -1,5 +1,6 @@
 // Loss functions, decomposed into elementwise prims and reductions (PyTorch's formulas).
 #include <limits>
+#include "decomp/index_error.h"
 #include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
@@ -147,8 +148,10 @@ void check_class_targets(const char* op, const Tensor& x, const Tensor& t, const
              "], got ", shape_str(w.sym_sizes()));
   if (t.is_fake() || t.numel() == 0) return;
   Tensor bad = logical_and(ne(t, num(double(ignore_index))), logical_or(lt(t, num(0)), ge(t, num(double(c.hint())))));
-  KILN_CHECK_HINT(!any(bad).item<bool>(), "class indices must lie in [0, C) or equal ignore_index", op,
-                  ": target out of bounds (number of classes ", c, ")");
+  if (any(bad).item<bool>()) {
+    const IndexErrorText e = index_error_text(op, 0, c.hint());
+    detail::fail(e.message, e.hint);
+  }
 }
 
 // A per-class weight (C) shaped to broadcast along the class dim of x.

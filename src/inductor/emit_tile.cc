@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "inductor/index_error.h"
 #include "inductor/lower/lower.h"
 #include "tile/builder.h"
 #include "tile/prims.h"
@@ -150,9 +151,11 @@ class Emitter {
     // Parameters: the output, the buffers the body loads, then the size symbols.
     std::set<int> loaded;
     std::set<std::string> sizes;
+    bool checks = false;
     walk_bodies([&](const Value* v) {
       if (v->kind == ValueKind::Load) loaded.insert(v->buffer);
       if (v->index) collect_sizes(v->index, sizes);
+      checks |= v->kind == ValueKind::Check;
     });
     for (const SymInt& s : n_.ranges) collect_sizes(s.as_expr(), sizes);
     for (const SymInt& s : n_.reduction_ranges) collect_sizes(s.as_expr(), sizes);
@@ -168,6 +171,10 @@ class Emitter {
       if (ptrs_.count(buf)) continue;
       ptrs_[buf] = b_.arg_ptr(p_.buffers[size_t(buf)].name, p_.buffers[size_t(buf)].dtype);
       k.args.push_back({buf, nullptr});
+    }
+    if (checks) {  // index range checks report into the plan's error record
+      error_record_ = b_.arg_ptr("index_error", kInt64);
+      k.args.push_back({kIndexErrorArg, nullptr});
     }
     for (const std::string& s : sizes) {
       symbols_[s] = b_.arg_sym(s);
@@ -590,6 +597,21 @@ class Emitter {
     exprs_ = exprs;
     return v;
   }
+  // An index range check: its "in range" value; the lanes (in the node's range) where it is false
+  // store [op + 1, index, size] into the error record (index_error.h).
+  Val check(const Value* x) {
+    const Val ok = value(x->args[0]);
+    const Val m = moved_by_r(x) ? mask_ : xmask_;
+    Val bad = m.defined() ? (!ok) & m : !ok;
+    const Val index = b_.where(bad, value(x->args[1]).to(kInt64), Operand(kiln::Scalar(int64_t(0))));
+    const std::vector<int64_t> shape = index.shape();
+    if (bad.shape() != shape) bad = bad.broadcast_to(shape);
+    const auto slot = [&](IndexErrorSlot s) { return error_record_ + b_.full(shape, kiln::Scalar(int64_t(s)), kInt64); };
+    b_.store(slot(kErrorIndex), index, bad);
+    b_.store(slot(kErrorSize), b_.where(bad, value(x->args[2]).to(kInt64), Operand(kiln::Scalar(int64_t(0)))), bad);
+    b_.store(slot(kErrorOp), b_.full(shape, kiln::Scalar(int64_t(x->op) + 1), kInt64), bad);
+    return ok;
+  }
   // Whether x changes along the reduction variables (an indirect load: its index values too).
   bool moved_by_r(const Value* x) {
     if (rvars_.empty()) return true;
@@ -626,6 +648,7 @@ class Emitter {
       case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
       case ValueKind::Index: v = indirect(x, substitute(x->index, subst_)).to(x->dtype); break;
       case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
+      case ValueKind::Check: v = check(x); break;
       case ValueKind::Call: {
         std::vector<Operand> args;
         for (const Value* a : x->args) args.emplace_back(value(a));
@@ -645,6 +668,7 @@ class Emitter {
   std::map<ExprPtr, Val> vars_, exprs_;
   std::map<const Value*, Val> values_;
   std::map<const Value*, bool> moved_;  // moved_by_r's answers
+  Val error_record_;                    // the index_error parameter (kernels with checks)
   Val mask_, xmask_;                    // the lanes in range; reductions: xmask_, the rows'
   std::map<int, Val> row_values_;       // row groups: per buffer, a row's value in registers
   std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones

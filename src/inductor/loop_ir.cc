@@ -181,6 +181,7 @@ ExprPtr product(const SymShape& sizes) {
 
 DType implied_constant_dtype(const Value* user, int i, DType stored) {
   if (!user) return stored;
+  if (user->kind == ValueKind::Check) return i == 0 ? kBool : kInt64;
   if (user->kind == ValueKind::Call) {
     if (user->op == ops::OpId::where && i == 0) return kBool;
     // Every other operand meets the others in their compute dtype (lower/pointwise.cc).
@@ -227,6 +228,7 @@ class BodyPrinter {
       case ValueKind::Constant: break;  // (above)
       case ValueKind::Index: rhs = "index" + gather_vars(v, args) + " " + sym::str(v->index); break;
       case ValueKind::Cast: rhs = "cast " + args[0]; break;
+      case ValueKind::Check: rhs = std::string("check ") + ops::op_info(v->op).name + " " + args[0] + ", " + args[1] + ", " + args[2]; break;
       case ValueKind::Call: {
         rhs = ops::op_info(v->op).name;
         if (v->rounding == tile::Rounding::Trunc) rhs += "[trunc]";
@@ -389,6 +391,10 @@ void verify(const Program& p) {
           }
         }
         if (v->kind == ValueKind::Call && v->args.empty()) bad("a call without operands");
+        if (v->kind == ValueKind::Check &&
+            (v->args.size() != 3 || v->dtype != kBool || v->args[0]->dtype != kBool || v->args[1]->dtype != kInt64 ||
+             v->args[2]->dtype != kInt64 || v->op == ops::OpId::NumOps))
+          bad("a check takes (b8 in range, i64 index, i64 size) and names its op");
       };
       for (size_t i = 0; i < n.bodies.size(); ++i) {
         check(n.bodies[i]);

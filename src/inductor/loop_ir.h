@@ -43,13 +43,18 @@ enum class ValueKind : uint8_t {
   Index,     // the index expression `index` as a number of `dtype` (iota); may use g<k> too
   Call,      // the pointwise prim `op` on args (`rounding` for div)
   Cast,      // args[0] converted to `dtype` (convert_element_type)
+  // An index range check: the bool args[0] ("the index is in range"), which also reports, where
+  // it is false, the index args[1] and the size args[2] (i64) of the op `op` the user called
+  // (cross_entropy, embedding, gather, ...): the plan raises that op's kiln::Error after the
+  // kernel (index_error.h). Its users (the clamp, the poison where) make it part of the kernel.
+  Check,
 };
 
 // One scalar value of a body. Built only through Program::make (interned: equal values are one).
 struct Value {
   ValueKind kind = ValueKind::Constant;
   DType dtype = kFloat32;
-  ops::OpId op = ops::OpId::NumOps;
+  ops::OpId op = ops::OpId::NumOps;  // Call: the prim; Check: the op whose index it checks
   tile::Rounding rounding = tile::Rounding::None;
   std::vector<const Value*> args;
   int buffer = -1;     // Load

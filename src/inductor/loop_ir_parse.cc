@@ -338,7 +338,7 @@ class Parser {
     if (n.kind == NodeKind::Reduction && (named || n.outputs.size() > 1)) n.stages = stages;
   }
 
-  // tN: dtype = load buf[e] | index e | cast x | op[rounding] x, y, ...
+  // tN: dtype = load buf[e] | index e | cast x | check op ok, i, n | op[rounding] x, y, ...
   void value_line() {
     Token name = lx_.next();
     lx_.expect(":");
@@ -366,6 +366,20 @@ class Parser {
       iv.index = index_expr();
       end_gather_vars(iv.args.size());
       v = p_.make(std::move(iv));
+    } else if (what.text == "check") {  // check <op> ok, index, size
+      Token op = ident("the op whose index it checks");
+      const ops::OpInfo* info = ops::find_op(op.text);
+      if (!info) lx_.fail(op, "unknown op '" + op.text + "'");
+      Value cv;
+      cv.kind = ValueKind::Check;
+      cv.dtype = d;
+      cv.op = info->id;
+      cv.args.push_back(operand(kBool));
+      for (int k = 0; k < 2; ++k) {
+        lx_.expect(",");
+        cv.args.push_back(operand(kInt64));
+      }
+      v = p_.make(std::move(cv));
     } else if (what.text == "cast") {
       Value cv;
       cv.kind = ValueKind::Cast;

@@ -2,9 +2,10 @@
 // them) as indirect loads: out[i] = self[i with `dim` replaced by the index's value there], a
 // function of the index like any pointwise value, so a reader inlines it and the gathered
 // operand is never materialized (cross_entropy reads its log-softmax at one column per row).
-// The index value is checked in the kernel: in [0, size) it is the position; outside it the
-// load reads position 0 (memory stays safe) and the result is NaN for floating dtypes and 0
-// otherwise (a compiled kernel raises no error; eager does).
+// The index value is checked in the kernel (a Check value): in [0, size) it is the position;
+// outside it the load reads position 0 (memory stays safe), the kernel records the index and the
+// plan raises the error eager gives for the op the user called (index_error.h); the value there
+// (NaN for floating dtypes, else 0) is never returned.
 // scatter_add with a few positions per row (gather's derivative: cross_entropy's backward adds the
 // gradient at the target column) is the reverse, a where on the position: out[i] = self[i] plus
 // src[i with dim = j] for each j whose index there equals i[dim], in j's order (as eager adds).
@@ -51,7 +52,9 @@ bool lower_gather(Lowering& L, const graph::Node& n) {
   const kiln::Scalar poison = is_floating(dt) ? kiln::Scalar(std::numeric_limits<double>::quiet_NaN())
                              : dt == kBool    ? kiln::Scalar(false)
                                               : kiln::Scalar(int64_t(0));
-  d.fn = [&P, at, src, is_gather, one_index, dim, size, dt, poison](const Index& i) {
+  const graph::Origin origin = graph::origin_of(n);  // the op the user called, whose error an index out of range raises
+  const ops::OpId user_op = origin.known() ? origin.op : n.op;
+  d.fn = [&P, at, src, is_gather, one_index, dim, size, dt, poison, user_op](const Index& i) {
     const Value* t = P.cast(at(is_gather ? i : one_index ? Index{} : Index{i.at(dim)}), kInt64);
     const Value* zero = P.constant(kiln::Scalar(int64_t(0)), kInt64);
     const Value* n = P.constant(kiln::Scalar(size.hint()), kInt64);
@@ -62,8 +65,12 @@ bool lower_gather(Lowering& L, const graph::Node& n) {
       v.index = size.as_expr();
       n = P.make(std::move(v));
     }
-    const Value* in_range =
-        P.call(ops::OpId::logical_and, {P.call(ops::OpId::ge, {t, zero}, kBool), P.call(ops::OpId::lt, {t, n}, kBool)}, kBool);
+    Value check;  // in range, else the op's error
+    check.kind = ValueKind::Check;
+    check.dtype = kBool;
+    check.op = user_op;
+    check.args = {P.call(ops::OpId::logical_and, {P.call(ops::OpId::ge, {t, zero}, kBool), P.call(ops::OpId::lt, {t, n}, kBool)}, kBool), t, n};
+    const Value* in_range = P.make(std::move(check));
     Index s = i;  // one position along dim: no gather variable
     s[dim] = known_one(size) ? sym::constant(0) : P.gather_symbol(P.call(ops::OpId::where, {in_range, t, zero}, kInt64), size);
     return P.call(ops::OpId::where, {in_range, src(s), P.constant(poison, dt)}, dt);

@@ -1,6 +1,6 @@
 // gather / index_select lowered as indirect loads and scatter_add of a few positions per row as a
 // where (lower/gather.cc): each against eager's kernel,
-// fused into its reader (no extern left), an out-of-range index (NaN, no crash), the text form of
+// fused into its reader (no extern left), an out-of-range index (eager's error), the text form of
 // an indirect load (print / parse round trip, its errors), and cross_entropy's pattern: the
 // log-softmax is never materialized.
 #include <gtest/gtest.h>
@@ -69,19 +69,29 @@ TEST(InductorGather, IndexSelectMatchesEager) {  // embedding's forward: rows of
   EXPECT_EQ(max_diff(compile_graph(g2)({w, i32}).at(0), index_select(w, 1, i32)), 0.0);
 }
 
-TEST(InductorGather, OutOfRangeIndexIsNaNNotACrash) {
+// An index out of range: the kernel records it and the plan raises the kiln::Error eager's kernel
+// raises (index_error.h), naming the index and the size; the process goes on as before.
+TEST(InductorGather, OutOfRangeIndexRaisesEagersError) {
   const Tensor x = randn({2, 4});
-  const Tensor idx = tensor<int64_t>({1, 4, -1, 3}, {2, 2});
   auto g = graph_of(
       "graph(%x: f32[2, 4], %i: i64[2, 2]):\n"
       "  %0: f32[2, 2] = gather(%x, 1, %i)\n"
       "  return (%0)\n");
-  const Tensor got = compile_graph(g)({x, idx}).at(0);
-  const std::vector<float> v = got.to_vector<float>(), xs = x.to_vector<float>();
-  EXPECT_EQ(v[0], xs[1]);
-  EXPECT_TRUE(std::isnan(v[1]));
-  EXPECT_TRUE(std::isnan(v[2]));
-  EXPECT_EQ(v[3], xs[4 + 3]);
+  const GraphFn f = compile_graph(g);
+  for (const std::vector<int64_t>& bad : {std::vector<int64_t>{1, 4, 0, 3}, std::vector<int64_t>{1, 2, -1, 3}}) {
+    const Tensor idx = tensor<int64_t>(bad, {2, 2});
+    std::string want;
+    try {
+      gather(x, 1, idx);
+    } catch (const Error& e) {
+      want = e.message();
+    }
+    ASSERT_FALSE(want.empty());
+    test::expect_error([&] { f({x, idx}); }, want);
+    test::expect_error([&] { f({x, idx}); }, "hint: indices must be in [0, 4)");
+  }
+  const Tensor good = tensor<int64_t>({1, 2, 0, 3}, {2, 2});
+  EXPECT_EQ(max_diff(f({x, good}).at(0), gather(x, 1, good)), 0.0);
 }
 
 // log_softmax's value at the target column, as cross_entropy decomposes it: the gather reads the
