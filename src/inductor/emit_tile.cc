@@ -373,6 +373,29 @@ class Emitter {
       if (persistent) {
         if (k) store_body(i, b_.reduce(*k, reduced(i, *k, value(n_.bodies[i])), along).expand_dims(along));
         else store_body(i, value(n_.bodies[i]));
+      } else if (k && online_max_sum(i)) {
+        // One loop for the row's max and its sum of exp(f - max): per block the block's max
+        // raises the running one and the lanes' sums are rescaled by exp(old - new), so the row
+        // is read once (softmax, log_softmax, cross_entropy). The max is exact; the sum differs
+        // from two passes by rounding only.
+        const DType acc = n_.bodies[i]->dtype;
+        const Value* max_load = n_.bodies[i + 1]->args[0]->args[1];  // the sum's read of the max
+        const std::vector<int64_t> row = columns_ ? std::vector<int64_t>{1, xblock} : std::vector<int64_t>{xblock, 1};
+        Val m0 = b_.full(row, identity(tile::ReduceKind::Max, acc), acc), s0 = b_.full(block, kiln::Scalar(0.0), acc);
+        std::vector<Val> res = b_.for_loop(0, rn, rblock, {m0, s0}, [&](Val iv, const std::vector<Val>& carried) {
+          Scope inner(*this);
+          rows(iv);
+          const Val& m = carried[0];
+          const Val mn = b_.call(ops::OpId::maximum, {m, b_.reduce(tile::ReduceKind::Max, reduced(i, tile::ReduceKind::Max, value(n_.bodies[i])), along).expand_dims(along)}).to(acc);
+          // (equal maxima, -inf or inf both, scale by 1: their difference is NaN)
+          const Val scale = b_.call(ops::OpId::exp, {b_.where(m == mn, Operand(kiln::Scalar(0.0)), m - mn)}).to(acc);
+          values_[max_load] = mn;
+          const Val e = reduced(i + 1, tile::ReduceKind::Sum, value(n_.bodies[i + 1]));
+          return std::vector<Val>{mn, (carried[1] * scale + e).to(acc)};
+        });
+        store_body(i, res[0]);
+        store_body(i + 1, b_.reduce(tile::ReduceKind::Sum, res[1], along).expand_dims(along));
+        ++i;
       } else if (k) {
         const DType acc = n_.bodies[i]->dtype;
         Val acc0 = b_.full(block, identity(*k, acc), acc);
@@ -397,6 +420,20 @@ class Emitter {
         i = end - 1;
       }
     }
+  }
+
+  // Whether a looped row group's stages i and i + 1 are a row's max of f and the sum of
+  // exp(f - that max) (floating): one loop computes both (reduction()).
+  bool online_max_sum(size_t i) const {
+    if (n_.stages.empty() || i + 1 >= n_.bodies.size() || n_.stages[i] != tile::ReduceKind::Max ||
+        n_.stages[i + 1] != tile::ReduceKind::Sum)
+      return false;
+    const Value *f = n_.bodies[i], *e = n_.bodies[i + 1];
+    if (!is_floating(f->dtype) || e->dtype != f->dtype || e->kind != ValueKind::Call || e->op != ops::OpId::exp) return false;
+    const Value* d = e->args[0];
+    if (d->kind != ValueKind::Call || d->op != ops::OpId::sub || d->args.size() != 2 || d->args[0] != f) return false;
+    const Value* m = d->args[1];
+    return m->kind == ValueKind::Load && m->buffer == n_.outputs[i] && m->dtype == f->dtype;
   }
 
   static ops::OpId combine_op(tile::ReduceKind k) {
