@@ -1,6 +1,8 @@
-// Derivative formulas of the hot NN composites (softmax, log_softmax, layer_norm, rms_norm,
+// Derivative formulas of the hot NN composites (softmax, log_softmax, layer_norm, rms_norm, gelu,
 // binary_cross_entropy), written with kiln ops. With these registered, the fast kernels run in
 // the forward pass even when gradients are needed.
+#include <cmath>
+
 #include <kiln/autograd.h>
 
 #include "autograd/derivatives/common.h"
@@ -79,6 +81,27 @@ KILN_DERIVATIVE(rms_norm) {
   if (g.needs(0)) r[0] = sub(mul(rr, gy), mul(mul(xc, pow(rr, num(3))), mean(mul(gy, xc), dims, true)));
   if (has_w && g.needs(1)) r[1] = sum_leading(mul(gc, cast_to(mul(xc, rr), x.dtype())), k);
   return r;
+}
+
+// As PyTorch's gelu_backward (without pow: x^3 and x^2 as products). tanh mode: with
+// t = tanh(k (x + c x^3)), d/dx = 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 c x^2); exact:
+// Phi(x) + x phi(x).
+KILN_DERIVATIVE(gelu) {
+  const Tensor& x = g.inputs[0];
+  Tensor u = upcast(x), d = upcast(g.grads[0]);
+  Tensor x2 = mul(u, u), slope;
+  if (g.args.str(1) == "tanh") {
+    const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
+    Tensor t = tanh(mul(add(u, mul(mul(x2, u), num(c))), num(k)));
+    Tensor poly = add(mul(x2, num(3 * c * k)), num(k));
+    Tensor w = mul(mul(u, poly), sub(num(1), mul(t, t)));
+    slope = mul(add(add(t, num(1)), w), num(0.5));
+  } else {
+    Tensor cdf = mul(add(erf(mul(u, num(M_SQRT1_2))), num(1)), num(0.5));
+    Tensor pdf = mul(exp(mul(x2, num(-0.5))), num(0.5 * M_2_SQRTPI * M_SQRT1_2));
+    slope = add(cdf, mul(u, pdf));
+  }
+  return {cast_to(mul(d, slope), x.dtype())};
 }
 
 // As PyTorch's binary_cross_entropy_backward: (x - t) / max(x (1 - x), 1e-12), finite at 0 and 1.

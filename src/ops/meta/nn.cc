@@ -1,4 +1,4 @@
-// Meta functions of the NN composites that have a fast eager kernel (softmax, log_softmax,
+// Meta functions of the NN composites that have a fast eager kernel (softmax, log_softmax, gelu,
 // layer_norm, rms_norm, cross_entropy, scaled_dot_product_attention): the kernel runs with the
 // specs they give; the other composites take their specs from their decomposition. Their checks
 // are the data-independent ones of the decomposition, with its messages.
@@ -19,6 +19,17 @@ std::vector<TensorSpec> softmax_meta(const Args& a) {
 }
 KILN_REGISTER(meta, softmax, softmax_meta);
 KILN_REGISTER(meta, log_softmax, softmax_meta);
+
+// gelu's checks are its decomposition's, with the same messages.
+KILN_META(gelu) {
+  const Tensor& x = a.tensor(0);
+  KILN_CHECK_HINT(is_floating(x.dtype()), "convert it first, e.g. x.to(kFloat32)", "gelu",
+                  " needs a floating point tensor, got ", name(x.dtype()));
+  const std::string& mode = a.str(1);
+  KILN_CHECK_HINT(mode == "none" || mode == "tanh", "use approximate=\"none\" or \"tanh\"",
+                  "gelu: unknown approximate mode \"", mode, "\"");
+  return {spec_like(x, x.dtype())};
+}
 
 KILN_META(layer_norm) {
   const Tensor& x = a.tensor(0);

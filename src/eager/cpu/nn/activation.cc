@@ -1,0 +1,41 @@
+// Fast CPU kernel of gelu (exact and tanh-approximated): one pass over the input instead of the
+// decomposition's 6-8 pointwise ops (each a full-size temporary, and pow(x, 3) through libm's
+// powf), computed in acc_t<T> (float for the 16-bit floats) as the decomposition computes.
+// Integer inputs and unknown modes go to the decomposition, which raises its errors.
+#include <kiln/ops.h>
+
+#include <cmath>
+
+#include "eager/cpu/loops.h"
+#include "ops/applies.h"
+
+namespace kiln::eager::cpu {
+namespace {
+using ops::Args;
+
+bool gelu_applies(const Args& a) {
+  const std::string& mode = a.str(1);
+  return is_floating(a.tensor(0).dtype()) && (mode == "none" || mode == "tanh");
+}
+[[maybe_unused]] const bool gelu_applies_reg = ops::register_kernel_applies(ops::OpId::gelu, &gelu_applies);
+
+KILN_KERNEL(gelu) {
+  const Tensor& x = a.tensor(0);
+  Tensor out = make_tensor(specs[0]);
+  const bool tanh_mode = a.str(1) == "tanh";
+  visit_all(x.dtype(), [&]<class T>(type_tag<T>) {
+    if constexpr (std::is_floating_point_v<acc_t<T>>) {
+      using A = acc_t<T>;
+      if (tanh_mode) {
+        const A k = A(std::sqrt(2.0 / M_PI)), c = A(0.044715);
+        map_unary<T, T>(out, x, [=](A u) { return u * A(0.5) * (std::tanh((u + u * u * u * c) * k) + A(1)); });
+      } else {
+        map_unary<T, T>(out, x, [](A u) { return u * A(0.5) * (std::erf(u * A(M_SQRT1_2)) + A(1)); });
+      }
+    }
+  });
+  return {out};
+}
+
+}  // namespace
+}  // namespace kiln::eager::cpu
