@@ -91,11 +91,12 @@ KILN_DERIVATIVE(gelu) {
   Tensor u = upcast(x), d = upcast(g.grads[0]);
   Tensor x2 = mul(u, u), slope;
   if (g.args.str(1) == "tanh") {
+    // 0.5 (1 + t) = s and 0.5 (1 - t^2) = 2 s (1 - s) with s = sigmoid(2 k (x + c x^3)): no
+    // tanh (libm's tanhf is slow) and no cancellation where t is near -1.
     const double k = std::sqrt(2.0 / M_PI), c = 0.044715;
-    Tensor t = tanh(mul(add(u, mul(mul(x2, u), num(c))), num(k)));
-    Tensor poly = add(mul(x2, num(3 * c * k)), num(k));
-    Tensor w = mul(mul(u, poly), sub(num(1), mul(t, t)));
-    slope = mul(add(add(t, num(1)), w), num(0.5));
+    Tensor s = sigmoid(mul(add(u, mul(mul(x2, u), num(c))), num(2 * k)));
+    Tensor poly = add(mul(x2, num(6 * c * k)), num(2 * k));
+    slope = add(s, mul(mul(u, poly), mul(s, sub(num(1), s))));
   } else {
     Tensor cdf = mul(add(erf(mul(u, num(M_SQRT1_2))), num(1)), num(0.5));
     Tensor pdf = mul(exp(mul(x2, num(-0.5))), num(0.5 * M_2_SQRTPI * M_SQRT1_2));
