@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/tensor_impl.h"
+#include "inductor/index_error.h"
 #include "ops/dispatch.h"
 #include "tile/autotune.h"
 #include "tile/builder.h"
@@ -93,10 +94,12 @@ tile::Program tile_matmul(const std::string& name, int64_t bm, int64_t bn, int64
 
 BlockSizes tune_blocks(const Program& p, const Node& n) {
   GeneratedKernel base = emit_tile(p, n);
-  for (const KernelArg& a : base.args)
+  for (const KernelArg& a : base.args) {
+    if (a.buffer == kIndexErrorArg) return {};  // (timing it on scratch indices would only report errors)
     if (a.buffer >= 0 && !is_floating(p.buffers[size_t(a.buffer)].dtype) &&
         std::find(n.outputs.begin(), n.outputs.end(), a.buffer) == n.outputs.end())
       return {};
+  }
   BlockSizes chosen;
   for (const auto& [name, value] : base.program.meta.constexprs)
     if (name == "XBLOCK" || name == "YBLOCK" || name == "RBLOCK") chosen[name] = value.to_int();

@@ -15,6 +15,7 @@
 #include "core/tensor_impl.h"
 #include "inductor/autotune.h"
 #include "inductor/emit_tile.h"
+#include "inductor/index_error.h"
 #include "inductor/inductor.h"
 #include "inductor/memory_plan.h"
 #include "inductor/plan_cache.h"
@@ -326,7 +327,7 @@ class Plan {
         for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
       if (s.kernel < 0) continue;
       s.grid_size = size_of(s.grid);
-      for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.buffer >= 0 ? Size() : size_of(a.size));
+      for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.size ? size_of(a.size) : Size());
       max_args_ = std::max(max_args_, s.args.size());
     }
     const graph::Graph& g = *p_.graph;
@@ -364,6 +365,7 @@ class Plan {
     NoGradGuard no_grad;
     std::vector<tile::cpu::Arg> args;
     args.reserve(max_args_);
+    Tensor error_record;  // the index range checks' (index_error.h), at the first kernel with checks
     std::optional<StepTimes> times;  // KILN_LOGS=perf: where the call's time goes
     if (log_enabled(LogComponent::perf)) times.emplace();
     for (const Step& s : steps_) {
@@ -390,10 +392,17 @@ class Plan {
         if (grid > 0 && numel > 0) {
           args.clear();
           for (size_t k = 0; k < s.args.size(); ++k) {
-            if (s.args[k].buffer >= 0) args.emplace_back(bufs[size_t(s.args[k].buffer)]);
-            else args.emplace_back(eval(s.arg_sizes[k], env));
+            if (s.args[k].buffer >= 0) {
+              args.emplace_back(bufs[size_t(s.args[k].buffer)]);
+            } else if (s.args[k].buffer == kIndexErrorArg) {  // (index_error.h)
+              if (!error_record.defined()) error_record = new_index_error_record();
+              args.emplace_back(error_record);
+            } else {
+              args.emplace_back(eval(s.arg_sizes[k], env));
+            }
           }
           kernels_[size_t(s.kernel)].launch(tile::cpu::Grid(grid), std::span<const tile::cpu::Arg>(args));
+          if (error_record.defined()) check_index_error(error_record);
         }
       } else if (in_place_.skip[size_t(s.node)] >= 0) {  // its kernel wrote the input already
         Tensor& dst = bufs[size_t(in_place_.skip[size_t(s.node)])];
@@ -447,7 +456,8 @@ class Plan {
            std::all_of(s.release.begin(), s.release.end(), buffer_ok);
       if (ok && s.kernel >= 0) {
         ok = s.grid && s.args.size() == pending_.image().kernels[size_t(s.kernel)].params.size();
-        for (const KernelArg& a : s.args) ok = ok && (a.buffer >= 0 ? buffer_ok(a.buffer) : bool(a.size));
+        for (const KernelArg& a : s.args)
+          ok = ok && (a.buffer >= 0 ? buffer_ok(a.buffer) : a.buffer == kIndexErrorArg || bool(a.size));
       } else if (ok) {
         ok = p_.nodes[size_t(s.node)].kind == NodeKind::Extern;
       }
@@ -475,14 +485,14 @@ class Plan {
 
 // The plan cache's key of a graph: what the plan depends on. The graph's text (ops, args,
 // constants, the inputs' dtypes, sizes, strides and symbols) and the symbols' hints (block
-// sizes follow them), this build of kiln (its lowering and fusion) and what keys the kernels'
+// sizes follow them), the ops its index errors name, this build of kiln (its lowering and fusion) and what keys the kernels'
 // objects (compiler, flags, CPU, version) with the compile jobs (the group's split).
 std::string plan_key(const graph::Graph& g, const Options& options) {
   std::string hints;
   for (const graph::Value* v : g.inputs())
     for (const SymInt& s : v->spec.sizes)
       if (s.is_symbolic()) hints += sym::str(s.expr()) + "=" + std::to_string(s.hint()) + " ";
-  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, options.max_autotune ? "max-autotune" : "default", runtime::cache::build_id(),
+  return runtime::cache::hash({plan_cache::kFormat, graph::print(g), hints, index_error_ops(g), options.max_autotune ? "max-autotune" : "default", runtime::cache::build_id(),
                                tile::cpu::cache_key("inductor plan"), std::to_string(tile::cpu::compile_jobs())});
 }
 
