@@ -159,31 +159,34 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
 using runtime::Timer;  // the perf log's times
 
 // The perf log's breakdown of one call: time per extern (by op and argument shapes) and per
-// kernel, summed over the steps that share the key, the largest first.
+// kernel, summed over the steps that share the key, the largest first. Beside the calling
+// thread's CPU time, the process's (all threads): a step whose process time is about its
+// calling thread's ran on one core while the others waited, which on idle cores is wall time
+// lost (the "one thread" total), however loaded the machine is.
 class StepTimes {
  public:
   static constexpr size_t kShown = 40;  // lines after the total
-  void start() { step_ = Timer(); }
+  void start() { step_ = Timer(), process_ = process_cpu(); }
   void stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs);
   void print() const {
-    double total = 0, externs = 0, cpu = 0, extern_cpu = 0;
+    double total = 0, externs = 0, cpu = 0, extern_cpu = 0, all = 0, alone = 0;
     int launches = 0;
     for (const auto& [key, e] : by_key_) {
-      total += e.ms, cpu += e.cpu_ms;
+      total += e.ms, cpu += e.cpu_ms, all += e.all_ms, alone += e.alone_ms;
       if (e.is_extern) externs += e.ms, extern_cpu += e.cpu_ms;
       else launches += e.count;
     }
     std::vector<std::pair<std::string, Entry>> order(by_key_.begin(), by_key_.end());
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "inductor: call %.1f ms (%.1f ms CPU of this thread): externs %.1f ms (%.1f ms CPU), "
-                  "%d kernel launches %.1f ms (%.1f ms CPU)",
-                  total, cpu, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
+                  "inductor: call %.1f ms (%.1f ms CPU of this thread, %.1f ms of all threads; %.1f ms CPU in steps "
+                  "that ran on one thread): externs %.1f ms (%.1f ms CPU), %d kernel launches %.1f ms (%.1f ms CPU)",
+                  total, cpu, all, alone, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
     std::string text = buf;
     for (size_t i = 0; i < order.size() && i < kShown; ++i) {
-      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU) %4d x ", order[i].second.ms, order[i].second.cpu_ms,
-                    order[i].second.count);
+      const Entry& e = order[i].second;
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU, %8.2f all threads) %4d x ", e.ms, e.cpu_ms, e.all_ms, e.count);
       text += buf;
       text += order[i].first;
     }
@@ -197,12 +200,18 @@ class StepTimes {
   }
 
  private:
+  static double process_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  }
   struct Entry {
-    double ms = 0, cpu_ms = 0;
+    double ms = 0, cpu_ms = 0, all_ms = 0, alone_ms = 0;
     int count = 0;
     bool is_extern = false;
   };
   Timer step_;
+  double process_ = 0;
   std::map<std::string, Entry> by_key_;
 };
 
@@ -222,7 +231,9 @@ void StepTimes::stop(const Step& s, const Node& n, const std::vector<Tensor>& bu
     }
   }
   Entry& e = by_key_[key];
-  e.ms += step_.wall_ms(), e.cpu_ms += step_.cpu_ms(), e.count += 1, e.is_extern = s.kernel < 0;
+  const double cpu = step_.cpu_ms(), all = 1e3 * (process_cpu() - process_);
+  e.ms += step_.wall_ms(), e.cpu_ms += cpu, e.all_ms += all, e.count += 1, e.is_extern = s.kernel < 0;
+  if (all < 1.1 * cpu) e.alone_ms += cpu;  // (the other threads did under a tenth of this thread's work)
 }
 
 class Plan {
