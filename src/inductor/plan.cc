@@ -112,6 +112,7 @@ struct Step {
   // Run side (prepare_run): an extern's tensor arguments (its value per Node::inputs entry...);
   // what a launch evaluates per call: the grid, and each size argument.
   std::vector<const graph::Value*> in_values;
+  bool transposed = false;           // a matmul stored transposed: computed as (y^T x^T)^T
   Size grid_size;
   std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
@@ -333,8 +334,10 @@ class Plan {
     KILN_LOG(fusion) << "inductor: " << in_place_.count << " copy_ into an input stored in place by its kernel";
     for (Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
-      if (n.kind == NodeKind::Extern)
+      if (n.kind == NodeKind::Extern) {
         for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
+        s.transposed = stored_transposed(n);
+      }
       if (s.kernel < 0) continue;
       s.grid_size = size_of(s.grid);
       for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.buffer >= 0 ? Size() : size_of(a.size));
@@ -418,7 +421,7 @@ class Plan {
         };
         std::vector<ops::Arg> a;
         for (const graph::NodeArg& na : n.call->args) a.push_back(concrete_arg(graph::box_arg(na, tensor_of), env));
-        std::vector<Tensor> outs = ops::call(n.call->op, std::move(a));
+        std::vector<Tensor> outs = s.transposed ? transposed_product(a) : ops::call(n.call->op, std::move(a));
         KILN_CHECK(outs.size() == n.outputs.size(), "internal: inductor: ", n.call->name(), " returned ", outs.size(),
                    " tensors, the plan expects ", n.outputs.size());
         for (size_t k = 0; k < outs.size(); ++k) {
@@ -439,6 +442,27 @@ class Plan {
   const Program& program() const { return p_; }
 
  private:
+  // An extern matmul whose buffer the lowering laid out transposed (lower/fallback.cc: its
+  // readers read it through transposes), so its strides are not those of its graph value.
+  bool stored_transposed(const Node& n) const {
+    if (n.call->op != ops::OpId::matmul || n.outputs.size() != 1) return false;
+    const Buffer& b = p_.buffers[size_t(n.outputs[0])];
+    const SymShape& spec = n.call->outputs.at(0)->spec.strides;
+    for (size_t d = 0; d < b.strides.size(); ++d)
+      if (!sym::statically_known_equal(b.sizes[d], SymInt(1)) && !sym::statically_known_equal(b.strides[d], spec[d])) return true;
+    return false;
+  }
+  // matmul(x, y) as (y^T x^T)^T: the product in the transposed layout its buffer has.
+  static std::vector<Tensor> transposed_product(const std::vector<ops::Arg>& a) {
+    auto mT = [](const Tensor& t) {
+      std::vector<int64_t> perm(size_t(t.dim()));
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = int64_t(d);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      return ops::call(ops::OpId::permute, {t, perm}).at(0);
+    };
+    const Tensor &x = std::get<Tensor>(a.at(0)), &y = std::get<Tensor>(a.at(1));
+    return {mT(ops::call(ops::OpId::matmul, {mT(y), mT(x)}).at(0))};
+  }
   // A loaded plan's indices in range (an entry that checks out but is not this build's plan).
   void check() const {
     const auto buffer_ok = [&](int b) { return b >= 0 && size_t(b) < p_.buffers.size(); };
