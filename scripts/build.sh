@@ -5,7 +5,8 @@ cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 if [ "${1:-}" = "--sanitize" ]; then
   dir=build-asan
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DKILN_SANITIZE=ON -DKILN_BUILD_BENCH=OFF \
+    -DKILN_BUILD_EXAMPLES=OFF >/dev/null  # the sanitizer run is the C++ suite (.ci/run); examples run in build/
 else
   dir=build
   cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null

@@ -14,12 +14,13 @@ if [ ${#need[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need[@]}" >/dev/null
 fi
 # Python packages: nanobind + scikit-build-core build the extension; numpy, safetensors, PyTorch
-# (CPU is enough) and pytest are what the Python suite checks kiln against; Hypothesis draws the
+# (CPU is enough) and pytest are what the Python suite checks kiln against (pytest-xdist runs it on
+# every core); Hypothesis draws the
 # bad-input suite's calls (tests/python/test_bad_input.py); onnx builds kiln.onnx's exported models
 # and onnxruntime runs them (tests/python/test_onnx.py).
 py_need=()
 for mod in nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy safetensors:safetensors \
-           pytest:pytest torch:torch hypothesis:hypothesis onnx:onnx onnxruntime:onnxruntime; do
+           pytest:pytest xdist:pytest-xdist torch:torch hypothesis:hypothesis onnx:onnx onnxruntime:onnxruntime; do
   python3 -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('${mod%%:*}') is None)" 2>/dev/null ||
     py_need+=("${mod##*:}")
 done

@@ -3,6 +3,7 @@
 until the garbage collector runs), and a compiled function called inside another one's trace or
 segments runs inline there (kiln.explain of a compiled function works)."""
 import gc
+import os
 
 import numpy as np
 import torch
@@ -15,14 +16,42 @@ def numpy(t):
 
 
 def cyclic_garbage_of(fn, *args):
-    """How many objects fn(*args) left in reference cycles (found by the collector, not by refcounts)."""
+    """The objects fn(*args) left in reference cycles that hold kiln's tensors or come from kiln's code
+    (found by the collector, not by refcounts). Only those: another thread of the process (pytest-xdist's
+    channel, a finished test's workers) may leave garbage of its own while fn runs."""
+    kiln_dir = os.path.dirname(kiln.__file__)
+
+    def ours(o):
+        if isinstance(o, kiln.Tensor):
+            return True
+        if isinstance(o, (list, tuple)):
+            return any(isinstance(v, kiln.Tensor) for v in o)
+        if isinstance(o, dict):
+            return any(isinstance(v, kiln.Tensor) for v in o.values())
+        code = getattr(o, "__code__", None) or getattr(o, "f_code", None)
+        return code is not None and code.co_filename.startswith(kiln_dir)
+
     gc.collect()
     gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
     try:
         fn(*args)  # the result is dropped at once
-        return gc.collect()
+        gc.collect()
+        found = [o for o in gc.garbage if ours(o)]
     finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
         gc.enable()
+    return len(found)
+
+
+def test_the_garbage_count_finds_a_cycle_holding_outputs():
+    def leaky(x):
+        out = [x * 2]
+        cycle = [out]
+        cycle.append(cycle)  # a cycle that keeps the output alive until the collector runs
+        return out[0]
+    assert cyclic_garbage_of(leaky, kiln.randn(4)) > 0
 
 
 def test_a_segmented_call_leaves_no_cycle_holding_its_outputs():
