@@ -128,6 +128,16 @@ if [ -x "$BUILD/kiln_tests" ]; then
 fi
 
 # --- 5. kiln's GPU benchmarks, then the peer on the same workloads
+# cuBLAS for the matmul row (bench/gpu_tile.cc loads it with dlopen): the loader's or the
+# toolkit's, else one from a pip wheel (torch's nvidia-cublas).
+if [ -z "${KILN_CUBLAS_LIBRARY:-}" ] && ! ldconfig -p 2>/dev/null | grep -q 'libcublas\.so' &&
+   ! ls /usr/local/cuda/lib64/libcublas.so* > /dev/null 2>&1; then
+  for d in $(python3 -c 'import site; print(" ".join(site.getsitepackages()))' 2>/dev/null); do
+    f=$(find "$d" -maxdepth 5 -name 'libcublas.so.1*' 2>/dev/null | sort -r | head -1)
+    [ -n "$f" ] && export KILN_CUBLAS_LIBRARY=$f && break
+  done
+fi
+echo "cuBLAS: ${KILN_CUBLAS_LIBRARY:-the loader's / the toolkit's}" >> "$LOG"
 if [ -n "$TILE_BENCH" ] && [ -x "$TILE_BENCH" ]; then
   step "kiln benchmark $TILE_BENCH" 30 180 bash -c "set -o pipefail; '$TILE_BENCH' | tee -a '$KILN_OUT'"
 elif [ -f bench/gpu_tile.py ]; then
@@ -157,7 +167,7 @@ if [ -x "$BUILD/kiln_tests" ] && command -v compute-sanitizer >/dev/null; then
     "$BUILD/kiln_tests" --gtest_filter='CudaGpu*:-*OutOfMemory*:*ALaunchError*' --gtest_brief=1
 fi
 if [ -x "$BUILD/kiln_tests" ] && [ "${GPU_SH_FULL_CTEST:-1}" = 1 ]; then
-  step "ctest (all but gpu, $JOBS jobs)" 60 240 ctest --test-dir "$BUILD" -LE gpu -j "$JOBS" --timeout 120
+  step "ctest (all but gpu, $JOBS jobs)" 60 240 ctest --test-dir "$BUILD" -LE gpu -j "$JOBS" --timeout 600
 fi
 
 # --- 7. the summary

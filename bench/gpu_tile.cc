@@ -1,7 +1,10 @@
 // Hand-written tile kernels on the GPU at workloads.md's shapes (../shared/bench/workloads.md):
 // vector_add, softmax, layernorm, rmsnorm and cross_entropy in bf16 (fp32 math), each timed with
 // device events (median of 50 launches after 5 warm-up ones) against its DRAM floor: the bytes it
-// must read and write at 4.3 TB/s, the H200's measured copy bandwidth. bench/gpu.sh runs it.
+// must read and write at 4.3 TB/s, the H200's measured copy bandwidth; and a tile matmul on
+// tensor cores at 8192^3 bf16 (f32 accumulators) beside cuBLAS's (cublasGemmEx, loaded with
+// dlopen as the driver is: $KILN_CUBLAS_LIBRARY, else libcublas.so.13/.12 where the loader or
+// the CUDA toolkit has it), its result checked against cuBLAS's. bench/gpu.sh runs it.
 //
 //   ./build/kiln_bench_gpu_tile [--reps N]      # one line per workload, and a JSON line each
 //   ./build/kiln_bench_gpu_tile --sources       # the kernels' CUDA translation unit
@@ -16,6 +19,7 @@
 #include <vector>
 
 #include "runtime/cuda/driver.h"
+#include "runtime/cuda/library.h"
 #include "gpu_tile_kernels.h"
 #include "tile/cuda/kernel.h"
 #include "tile/passes/passes.h"
@@ -39,6 +43,27 @@ struct Buffer {
 };
 
 int g_reps = 50;
+
+// The tile matmul's configurations timed (the GPU call is the only place to choose one): BM,
+// BN, BK, warps, stages.
+struct MatmulConfig {
+  int64_t bm, bn, bk;
+  int warps, stages;
+  Program make() const {
+    Program p = gb::matmul(bm, bn, bk, warps, stages);
+    p.name = "matmul_bf16_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "_w" + std::to_string(warps) +
+             "_s" + std::to_string(stages);
+    return p;
+  }
+  std::string str() const {
+    return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + " w" + std::to_string(warps) + " s" +
+           std::to_string(stages);
+  }
+};
+const MatmulConfig kMatmulConfigs[] = {
+    {128, 128, 32, 8, 3}, {128, 128, 32, 8, 4}, {128, 128, 64, 8, 3}, {128, 128, 32, 4, 3},
+    {128, 256, 32, 8, 3}, {256, 128, 32, 8, 3}, {64, 128, 32, 4, 4},
+};
 
 // The median of g_reps timed launches, in ms.
 double time_ms(const std::function<void()>& launch) {
@@ -68,6 +93,37 @@ void report(const char* name, const char* shape, double ms, double bytes) {
   std::fflush(stdout);
 }
 
+// cuBLAS's GEMM, loaded at run time (the ABI of cublas_api.h: int status, opaque handle).
+class Cublas {
+ public:
+  Cublas() : lib_("cuBLAS", rc::library_candidates("KILN_CUBLAS_LIBRARY", {"libcublas.so.13", "libcublas.so.12", "libcublas.so"})) {
+    ok_ = lib_.ok() && lib_.get(create_, "cublasCreate_v2") && lib_.get(destroy_, "cublasDestroy_v2") &&
+          lib_.get(set_stream_, "cublasSetStream_v2") && lib_.get(gemm_, "cublasGemmEx") && create_(&handle_) == 0;
+  }
+  ~Cublas() {
+    if (handle_) destroy_(handle_);
+  }
+  bool ok() const { return ok_; }
+  std::string error() const { return lib_.ok() ? "cublasCreate failed or a symbol is missing: " + lib_.error() : lib_.error(); }
+  // c[M, N] = a[M, K] @ b[K, N], row-major bf16, f32 compute: column-major c^T = b^T a^T.
+  int gemm_bf16(const void* a, const void* b, void* c, int M, int N, int K, rc::Stream s) {
+    const float one = 1, zero = 0;
+    constexpr int kOpN = 0, kBF16 = 14 /* CUDA_R_16BF */, kCompute32F = 68, kDefaultAlgo = -1;
+    set_stream_(handle_, s);
+    return gemm_(handle_, kOpN, kOpN, N, M, K, &one, b, kBF16, N, a, kBF16, K, &zero, c, kBF16, N, kCompute32F, kDefaultAlgo);
+  }
+
+ private:
+  rc::Library lib_;
+  bool ok_ = false;
+  void* handle_ = nullptr;
+  int (*create_)(void**) = nullptr;
+  int (*destroy_)(void*) = nullptr;
+  int (*set_stream_)(void*, void*) = nullptr;
+  int (*gemm_)(void*, int, int, int, int, int, const void*, const void*, int, int, const void*, int, int, const void*, void*,
+               int, int, int, int) = nullptr;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -81,6 +137,12 @@ int main(int argc, char** argv) {
       run_passes(*p, default_passes());
       ks.push_back(cuda::emit_kernel(*p));
       delete p;
+    }
+    for (const MatmulConfig& cfg : kMatmulConfigs) {
+      Program p = cfg.make();
+      verify(p);
+      run_passes(p, default_passes());
+      ks.push_back(cuda::emit_kernel(p));
     }
     std::fputs(cuda::translation_unit(ks).c_str(), stdout);
     return 0;
@@ -124,6 +186,62 @@ int main(int argc, char** argv) {
     const cuda::Kernel ce = cuda::compile(gb::cross_entropy(vocab, rows, 8192));
     report("cross_entropy", "16384x32000", time_ms([&] { ce(cuda::Grid(rows), logits->ptr(), target.ptr(), loss.ptr()); }),
            double(rows) * vocab * 2);
+    logits.reset();
+
+    // The tile matmul beside cuBLAS at 8192^3 bf16.
+    const int64_t mn = 8192;
+    auto a = filled(mn * mn, 0.6), b = filled(mn * mn, 0.7);
+    Buffer c(size_t(mn * mn) * 2), c_ref(size_t(mn * mn) * 2);
+    const double tflop = 2.0 * double(mn) * mn * mn / 1e12;
+    double tile_ms = 0;
+    std::string best;
+    for (const MatmulConfig& cfg : kMatmulConfigs) {  // each config's result lands in c; the best one's is run last
+      try {
+        const cuda::Kernel mm = cuda::compile(cfg.make());
+        const double ms = time_ms([&] { mm(cuda::Grid(cdiv(mn, cfg.bm) * cdiv(mn, cfg.bn)), a->ptr(), b->ptr(), c.ptr(), mn, mn, mn); });
+        std::printf("%-14s %-16s %8.3f ms   %6.1f TFLOP/s   tile %s\n", "matmul_tile", "8192^3 bf16", ms, tflop / ms * 1e3,
+                    cfg.str().c_str());
+        if (tile_ms == 0 || ms < tile_ms) tile_ms = ms, best = cfg.str();
+      } catch (const kiln::Error& e) {
+        std::printf("matmul_tile %s: %s\n", cfg.str().c_str(), e.what());
+      }
+      std::fflush(stdout);
+    }
+    for (const MatmulConfig& cfg : kMatmulConfigs)
+      if (cfg.str() == best) cuda::compile(cfg.make())(cuda::Grid(cdiv(mn, cfg.bm) * cdiv(mn, cfg.bn)), a->ptr(), b->ptr(), c.ptr(), mn, mn, mn);
+    Cublas blas;
+    if (!blas.ok()) {
+      std::printf("matmul: cuBLAS not loaded: %s\n", blas.error().c_str());
+      std::printf("{\"bench\": \"gpu_tile\", \"workload\": \"matmul\", \"mode\": \"tile %s\", \"shape\": \"8192^3 bf16\", \"median_ms\": %.4f}\n",
+                  best.c_str(), tile_ms);
+    } else {
+      const rc::Stream s = rc::current_stream(rc::current_device());
+      int status = 0;
+      const double blas_ms = time_ms([&] { status |= blas.gemm_bf16(a->p, b->p, c_ref.p, int(mn), int(mn), int(mn), s); });
+      if (status != 0) std::printf("matmul: cublasGemmEx failed (status %d)\n", status);
+      // The tile result against cuBLAS's (both bf16, f32 accumulators: they differ by rounding).
+      std::vector<uint16_t> got(size_t(mn * mn)), want(size_t(mn * mn));
+      rc::copy_sync(got.data(), c.p, got.size() * 2, rc::CopyKind::DeviceToHost, nullptr);
+      rc::copy_sync(want.data(), c_ref.p, want.size() * 2, rc::CopyKind::DeviceToHost, nullptr);
+      auto f = [](uint16_t h) {
+        const uint32_t u = uint32_t(h) << 16;
+        float x;
+        std::memcpy(&x, &u, 4);
+        return double(x);
+      };
+      double max_diff = 0, max_ref = 0;
+      for (size_t i = 0; i < got.size(); ++i) {
+        max_diff = std::max(max_diff, std::abs(f(got[i]) - f(want[i])));
+        max_ref = std::max(max_ref, std::abs(f(want[i])));
+      }
+      std::printf("%-14s %-16s %8.3f ms   %6.1f TFLOP/s   the best tile (%s) at %5.1f%% of cuBLAS; max |tile - cuBLAS| %.3g (max |cuBLAS| %.3g)\n",
+                  "matmul_cublas", "8192^3 bf16", blas_ms, tflop / blas_ms * 1e3, best.c_str(), 100 * blas_ms / tile_ms, max_diff, max_ref);
+      // floor_ms: cuBLAS's time, so the summary's floor / median is the tile kernel's share of it.
+      std::printf("{\"bench\": \"gpu_tile\", \"workload\": \"matmul\", \"mode\": \"tile %s vs cublas\", \"shape\": \"8192^3 bf16\", "
+                  "\"median_ms\": %.4f, \"floor_ms\": %.4f, \"max_abs_diff\": %.4g}\n",
+                  best.c_str(), tile_ms, blas_ms, max_diff);
+    }
+    std::fflush(stdout);
   } catch (const kiln::Error& e) {
     std::fprintf(stderr, "gpu_tile: %s\n", e.what());
     return 1;

@@ -35,7 +35,9 @@ inline Program vector_add(int64_t block) {
 // One program per row of cols (== BLOCK) elements; fp32 math, bf16 in and out.
 inline Program softmax(int64_t cols) {
   Builder b("softmax");
-  b.set_num_warps(16);  // 512 threads: more of the row in flight at once
+  // 256 threads, 32 elements each: 64 registers at 16 warps (one 512-thread block per 4 of an
+  // SM's 2048 threads) against fewer barriers and half the partial results to combine.
+  b.set_num_warps(8);
   auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
   auto row = b.program_id(0).to(kInt64) * cols;
   auto offs = b.arange(0, cols);
@@ -91,6 +93,38 @@ inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block) {
   auto t = b.load(target + row);
   auto picked = b.load(x + base + t).to(kFloat32);
   b.atomic_add(loss, (b.log(r[1]) + r[0] - picked) / double(rows));
+  return b.finish();
+}
+
+// c[M, N] = a[M, K] @ b[K, N], bf16 in memory (row-major, contiguous), f32 accumulators:
+// tests/unit/tile/tile_kernels.h's blocked matmul, one program per BM x BN tile of c and a
+// loop over K in BK steps. Its dot runs on tensor cores (docs/cuda.md). The grid is 1-D,
+// cdiv(M, BM) * cdiv(N, BN) programs, in groups of 8 tile rows: consecutive programs take the
+// tiles of 8 rows column by column, so the blocks running at once share their a and b panels
+// in L2 (rather than every column of tiles reading all of a).
+inline Program matmul(int64_t bm, int64_t bn, int64_t bk, int num_warps, int num_stages = 3) {
+  Builder b("matmul_bf16");
+  b.set_num_warps(num_warps);
+  b.set_num_stages(num_stages);
+  auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kBFloat16);
+  auto M = b.arg_int("M"), N = b.arg_int("N"), K = b.arg_int("K");
+  const int64_t BM = b.constexpr_int("BM", bm), BN = b.constexpr_int("BN", bn), BK = b.constexpr_int("BK", bk);
+  const int64_t group = 8;
+  auto pid = b.program_id(0);
+  auto tiles_m = b.floor_divide(M + (BM - 1), BM), tiles_n = b.floor_divide(N + (BN - 1), BN);
+  auto first_m = b.floor_divide(pid, tiles_n * group) * group;
+  auto rows = b.minimum(tiles_m - first_m, group);  // the group's tile rows (fewer in the last)
+  auto in_group = pid % (tiles_n * group);
+  auto rm = (first_m + in_group % rows) * BM + b.arange(0, BM);
+  auto rn = b.floor_divide(in_group, rows) * BN + b.arange(0, BN);
+  auto rk = b.arange(0, BK);
+  auto acc = b.for_loop(0, K, BK, {b.zeros({BM, BN})}, [&](Val k, const std::vector<Val>& carried) {
+    auto ka = k + rk;
+    auto at = b.load(a + rm.expand_dims(1) * K + ka.expand_dims(0), (rm.expand_dims(1) < M) & (ka.expand_dims(0) < K), 0.0);
+    auto bt = b.load(bp + ka.expand_dims(1) * N + rn.expand_dims(0), (ka.expand_dims(1) < K) & (rn.expand_dims(0) < N), 0.0);
+    return std::vector<Val>{b.dot(at, bt, carried[0])};
+  })[0];
+  b.store(c + rm.expand_dims(1) * N + rn.expand_dims(0), acc.to(kBFloat16), (rm.expand_dims(1) < M) & (rn.expand_dims(0) < N));
   return b.finish();
 }
 

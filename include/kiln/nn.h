@@ -8,3 +8,5 @@
 #include <kiln/nn/loss.h>
 #include <kiln/nn/module.h>
 #include <kiln/nn/norm.h>
+#include <kiln/nn/rnn.h>
+#include <kiln/nn/transformer.h>

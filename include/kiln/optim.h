@@ -1,5 +1,6 @@
-// kiln::optim: optimizers (SGD, Adam, AdamW) and learning-rate schedulers with PyTorch's update
-// rules, defaults and state_dict layout; gradient clipping (kiln::nn::utils). See docs/optim.md.
+// kiln::optim: optimizers (SGD, Adam, AdamW, Adadelta, Adagrad, RMSprop, NAdam, RAdam) and
+// learning-rate schedulers with PyTorch's update rules, defaults and state_dict layout; gradient
+// clipping (kiln::nn::utils). See docs/optim.md.
 #pragma once
 #include <kiln/autograd.h>
 #include <kiln/io.h>
@@ -140,6 +141,15 @@ class OptimizerWithOptions : public Optimizer {
     return out;
   }
   void check_options(size_t group) override { options_.at(group).check(); }
+  // Runs update(param, its state, its group's options) for every parameter that has a gradient.
+  template <class F>
+  void for_each_param(F&& update) {
+    for (size_t g = 0; g < groups_.size(); ++g) {
+      const size_t base = first_index(g);
+      for (size_t j = 0; j < groups_[g].params.size(); ++j)
+        if (groups_[g].params[j].grad().defined()) update(groups_[g].params[j], state_[base + j], options_[g]);
+    }
+  }
 
   Options defaults_;
   std::vector<Options> options_;
@@ -228,6 +238,111 @@ class AdamW : public OptimizerWithOptions<AdamWOptions> {
  protected:
   void step_impl() override;
 };
+
+// ---------------------------------------- Adadelta, Adagrad, RMSprop, NAdam, RAdam (src/optim/adaptive.cc)
+// As torch.optim's (defaults, option names, state names, the update rules of its documentation).
+// Every one: g = grad (negated if maximize), then L2 weight decay g += weight_decay * p unless a
+// decoupled_weight_decay option says p *= 1 - lr * weight_decay instead.
+
+// sq = rho sq + (1-rho) g^2; d = sqrt(acc + eps) / sqrt(sq + eps) * g; acc = rho acc + (1-rho) d^2; p -= lr d.
+struct AdadeltaOptions {
+  double lr = 1.0;
+  double rho = 0.9;
+  double eps = 1e-6;
+  double weight_decay = 0;
+  bool maximize = false;
+  template <class F>
+  void visit(F&& f) {
+    f("lr", lr), f("rho", rho), f("eps", eps), f("weight_decay", weight_decay), f("maximize", maximize);
+  }
+  void check() const;
+};
+
+// sum += g^2 (sum starts at initial_accumulator_value); p -= lr / (1 + (t-1) lr_decay) * g / (sqrt(sum) + eps).
+struct AdagradOptions {
+  double lr = 1e-2;
+  double lr_decay = 0;
+  double weight_decay = 0;
+  double initial_accumulator_value = 0;
+  double eps = 1e-10;
+  bool maximize = false;
+  template <class F>
+  void visit(F&& f) {
+    f("lr", lr), f("lr_decay", lr_decay), f("weight_decay", weight_decay);
+    f("initial_accumulator_value", initial_accumulator_value), f("eps", eps), f("maximize", maximize);
+  }
+  void check() const;
+};
+
+// sq = alpha sq + (1-alpha) g^2; centered: ga = alpha ga + (1-alpha) g, avg = sqrt(sq - ga^2) + eps,
+// else avg = sqrt(sq) + eps; momentum: b = momentum b + g / avg, p -= lr b; else p -= lr g / avg.
+struct RMSpropOptions {
+  double lr = 1e-2;
+  double alpha = 0.99;
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum = 0;
+  bool centered = false;
+  bool maximize = false;
+  template <class F>
+  void visit(F&& f) {
+    f("lr", lr), f("alpha", alpha), f("eps", eps), f("weight_decay", weight_decay), f("momentum", momentum);
+    f("centered", centered), f("maximize", maximize);
+  }
+  void check() const;
+};
+
+// Adam's moments with Nesterov momentum: mu_t = b1 (1 - 0.5 * 0.96^(t psi)), mu_product = prod mu_t
+// (state, float32); d = sqrt(v / (1 - b2^t)) + eps;
+// p -= lr (1 - mu_t) / (1 - mu_product) g / d + lr mu_{t+1} / (1 - mu_product mu_{t+1}) m / d.
+struct NAdamOptions {
+  double lr = 2e-3;
+  std::array<double, 2> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  double momentum_decay = 4e-3;
+  bool decoupled_weight_decay = false;
+  bool maximize = false;
+  template <class F>
+  void visit(F&& f) {
+    f("lr", lr), f("betas", betas), f("eps", eps), f("weight_decay", weight_decay);
+    f("momentum_decay", momentum_decay), f("decoupled_weight_decay", decoupled_weight_decay), f("maximize", maximize);
+  }
+  void check() const;
+};
+
+// Rectified Adam: rho_inf = 2 / (1 - b2) - 1, rho_t = rho_inf - 2 t b2^t / (1 - b2^t); when rho_t > 5
+// p -= lr r m / (1 - b1^t) * sqrt(1 - b2^t) / (sqrt(v) + eps), r the variance rectification term;
+// otherwise p -= lr m / (1 - b1^t) (plain momentum).
+struct RAdamOptions {
+  double lr = 1e-3;
+  std::array<double, 2> betas = {0.9, 0.999};
+  double eps = 1e-8;
+  double weight_decay = 0;
+  bool decoupled_weight_decay = false;
+  bool maximize = false;
+  template <class F>
+  void visit(F&& f) {
+    f("lr", lr), f("betas", betas), f("eps", eps), f("weight_decay", weight_decay);
+    f("decoupled_weight_decay", decoupled_weight_decay), f("maximize", maximize);
+  }
+  void check() const;
+};
+
+#define KILN_OPTIMIZER(Name)                                                                                          \
+  class Name : public OptimizerWithOptions<Name##Options> {                                                         \
+   public:                                                                                                           \
+    explicit Name(std::vector<Tensor> params, const Name##Options& options = {}, SourceLoc loc = SourceLoc::current()); \
+                                                                                                                     \
+   protected:                                                                                                        \
+    void step_impl() override;                                                                                       \
+  };
+KILN_OPTIMIZER(Adadelta)
+KILN_OPTIMIZER(Adagrad)
+KILN_OPTIMIZER(RMSprop)
+KILN_OPTIMIZER(NAdam)
+KILN_OPTIMIZER(RAdam)
+#undef KILN_OPTIMIZER
 
 // ------------------------------------------------------------------------------ LR schedulers
 // As torch.optim.lr_scheduler: construction sets each group's initial_lr (if not yet set) and

@@ -71,7 +71,8 @@ capture::ArgValue to_arg_value(nb::handle h, std::vector<nb::handle>& modules) {
       const Tensor* p = as_tensor(t);
       a.module_state.push_back(p ? static_cast<const void*>(p->impl()) : nullptr);
     }
-    a.module_state.push_back(reinterpret_cast<const void*>(uintptr_t(nb::cast<uint64_t>(h[2]))));
+    a.module_attrs = nb::cast<uint64_t>(h[2]);
+    a.module_training.push_back(nb::cast<bool>(m.attr("training")));
     modules.push_back(m);
   } else {
     throw nb::type_error(("compile: cannot pass a " + py_type_name(h) + " as a flattened argument").c_str());

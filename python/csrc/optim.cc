@@ -99,6 +99,11 @@ void bind_optim(nb::module_& m) {
         if (kind == "sgd") new (self) PyOptimizer(make<optim::SGD, optim::SGDOptions>(groups));
         else if (kind == "adam") new (self) PyOptimizer(make<optim::Adam, optim::AdamOptions>(groups));
         else if (kind == "adamw") new (self) PyOptimizer(make<optim::AdamW, optim::AdamWOptions>(groups));
+        else if (kind == "adadelta") new (self) PyOptimizer(make<optim::Adadelta, optim::AdadeltaOptions>(groups));
+        else if (kind == "adagrad") new (self) PyOptimizer(make<optim::Adagrad, optim::AdagradOptions>(groups));
+        else if (kind == "rmsprop") new (self) PyOptimizer(make<optim::RMSprop, optim::RMSpropOptions>(groups));
+        else if (kind == "nadam") new (self) PyOptimizer(make<optim::NAdam, optim::NAdamOptions>(groups));
+        else if (kind == "radam") new (self) PyOptimizer(make<optim::RAdam, optim::RAdamOptions>(groups));
         else throw nb::value_error(("unknown optimizer kind " + kind).c_str());
       })
       .def("configure", [](PyOptimizer& p, size_t group, nb::handle options) { p.configure(group, options); })

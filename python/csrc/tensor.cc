@@ -84,7 +84,7 @@ nb::object item(const Tensor& t) {
 
 void bind_tensor(nb::module_& m) {
   const auto kOther = nb::arg("other").none();  // x == None is False, not a TypeError
-  auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(),
+  auto cls = nb::class_<Tensor>(m, "Tensor", nb::dynamic_attr(), nb::is_weak_referenceable(),
                                 "An n-dimensional array with autograd, as torch.Tensor. Make one with kiln.tensor, "
                                 "kiln.zeros, kiln.randn, ... or kiln.from_dlpack.");
   // Tensor(t) shares t's data (what nn.Parameter(t) builds on); Tensor(data) copies data, as

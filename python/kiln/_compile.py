@@ -10,6 +10,7 @@ writes outside it break the graph (_guards.py).
 """
 import contextlib
 import functools
+import weakref
 
 from . import _C
 from . import _guards
@@ -117,7 +118,8 @@ class CompiledFunction(_C._CompiledCall):
         except TypeError:
             key = (spec, tuple(id(s) for s in static))
         engine = self._engine(key)
-        out_spec = []
+        out_spec = []  # (number of outputs, (output structure, replayed attributes)) of each body run
+        traced = []    # the recorder of a trace that replays attribute stores
         nested = _C._tracing()
 
         def body(values):
@@ -131,18 +133,41 @@ class CompiledFunction(_C._CompiledCall):
             with recorder or contextlib.nullcontext():
                 out = fn(*a, **k)
             s, tensors = _flatten_output(out)
-            out_spec.append(s)
+            replayed = ()
             if recorder is not None:
                 recorder.attach()
+                if recorder.stores:  # module attributes assigned tensors: extra graph outputs
+                    traced.append(recorder)
+                    replayed = tuple((weakref.ref(o), name) for o, name, _ in recorder.stores)
+                    tensors = tensors + [o.__dict__[name] for o, name, _ in recorder.stores]
+            out_spec.append((len(tensors), (s, replayed)))
             return tensors
 
-        outs = engine.call(leaves, body, (args, kwargs))
+        try:
+            outs = engine.call(leaves, body, (args, kwargs))
+        except BaseException:
+            for recorder in traced:  # no real values for the fake tensors the trace stored
+                recorder.restore_stores()
+            raise
+        # The output structure of each graph of this argument structure, by its number of
+        # outputs (a graph replaying attribute stores has more than one that does not).
+        specs = self._out_specs.setdefault(key, {})
         if out_spec:
-            self._out_specs[key] = out_spec[-1]
+            specs[out_spec[-1][0]] = out_spec[-1][1]
+        s, replayed = specs[len(outs)] if len(outs) in specs else next(iter(specs.values()))
+        if replayed:
+            n = len(outs) - len(replayed)
+            for (ref, name), value in zip(replayed, outs[n:]):
+                obj = ref()
+                if obj is not None:
+                    obj.__dict__[name] = value  # (not a state change: replay_attribute took it out)
+            outs = outs[:n]
         if not isinstance(fn, _module.Module) and spec == _all_leaves(len(args)):
             self._fast.extend([None] * (len(args) + 1 - len(self._fast)))
-            self._fast[len(args)] = (engine, self._out_specs[key])
-        return _C._rebuild_output(self._out_specs[key], outs)
+            # (the C++ path rebuilds outputs and replays nothing: only where no graph replays)
+            single = len(specs) == 1 and not replayed
+            self._fast[len(args)] = (engine, s) if single else None
+        return _C._rebuild_output(s, outs)
 
     def explain(self):
         """What capture did (merged over argument structures): see kiln.explain."""

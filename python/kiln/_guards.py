@@ -12,10 +12,13 @@ numbers and strings by value, tensors by identity, modules by identity plus the 
 attributes (compared once kiln.nn's counter of attribute assignments moved), containers item by item when used whole (passed to a call,
 iterated), other objects by identity (and their type where only their attributes were read).
 
-Writes into anchored objects (attribute and item stores, list.append and the other mutating
-methods), global and nonlocal stores, print(), logging and warnings stop the trace with a graph
-break *before* they happen: the function then runs in segments, its Python code eagerly on every
-call, so the side effect happens on every call and no fake tensor is stored outside.
+A tensor assigned to a plain attribute of a module (`self.last_loss = loss`) is replayed: the
+store is recorded (Recorder.stores), the value becomes an extra output of the graph, and
+_compile.py stores the real output there after every call, as Dynamo does. Other writes into
+anchored objects (attribute and item stores, list.append and the other mutating methods), global
+and nonlocal stores, print(), logging and warnings stop the trace with a graph break *before*
+they happen: the function then runs in segments, its Python code eagerly on every call, so the
+side effect happens on every call and no fake tensor is stored outside.
 """
 import builtins
 import collections
@@ -131,6 +134,7 @@ class Recorder:
         for k, a in kwargs.items():
             self._anchor_tree(a, ("item", ("item", ("roots",), 1), k), k)
         self._old = None
+        self.stores = []  # (module, attribute, its value before) of the replayed attribute stores
 
     def _const(self, obj, label):
         spec = ("const", id(obj))
@@ -404,9 +408,42 @@ class Recorder:
                         "(the write runs on every call, outside the graph)")
 
     def _op_STORE_ATTR(self, frame, op, name, oparg):
-        self._write(frame, _C._frame_stack(frame, 1)[0], f"assigns attribute {name!r} of")
+        obj, value = _C._frame_stack(frame, 2)
+        spec = self._anchored(obj)
+        stored = any(o is obj and n == name for o, n, _ in self.stores)
+        tensor = isinstance(value, _C.Tensor) and not isinstance(value, _module.Parameter)
+        if spec is not None and tensor and (stored or self._replayable(obj, spec, name)):
+            # A tensor assigned to a module attribute: the value becomes an output of the graph
+            # and is stored there after every call (replay); reads of it later in the trace are
+            # of the traced value, nothing to guard.
+            attr = ("attr", spec, name)
+            self._used.add(attr)
+            if not stored:
+                self.stores.append((obj, name, obj.__dict__.get(name, _module._MISSING)))
+                _module.replay_attribute(obj, name)
+            return
+        self._write(frame, obj, f"assigns attribute {name!r} of")
 
-    _op_DELETE_ATTR = _op_STORE_ATTR
+    def _replayable(self, obj, spec, name):
+        """Can a tensor stored in obj.name be replayed after the graph runs: a plain attribute
+        (not a parameter, buffer, submodule or property) of a module, not read before."""
+        if not isinstance(obj, _module.Module) or ("attr", spec, name) in self._used:
+            return False
+        d = obj.__dict__
+        if any(name in d[table] for table in ("_parameters", "_buffers", "_modules")):
+            return False
+        return not hasattr(getattr(type(obj), name, None), "__set__")
+
+    def _op_DELETE_ATTR(self, frame, op, name, oparg):
+        self._write(frame, _C._frame_stack(frame, 1)[0], f"deletes attribute {name!r} of")
+
+    def restore_stores(self):
+        """Undoes the trace's attribute stores (it failed: no real value will replace its fake ones)."""
+        for obj, name, old in self.stores:
+            if old is _module._MISSING:
+                obj.__dict__.pop(name, None)
+            else:
+                obj.__dict__[name] = old
 
     def _op_STORE_SUBSCR(self, frame, op, argval, oparg):
         self._write(frame, _C._frame_stack(frame, 2)[1], "assigns an item of")

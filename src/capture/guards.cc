@@ -113,6 +113,10 @@ std::optional<std::string> GuardSet::check(const std::vector<ArgValue>& args) co
     if (args[i].module_state != m.module_state)
       return "argument " + std::to_string(i) +
              ": the module changed (a parameter or buffer replaced or added, or, from Python, an attribute assigned)";
+    // (From Python, train()/eval() is an attribute too: the attributes' state says it first.)
+    if (args[i].module_attrs != m.module_attrs)
+      return "argument " + std::to_string(i) +
+             ": the module changed (a parameter or buffer replaced or added, or, from Python, an attribute assigned)";
     if (args[i].module_training != m.module_training)
       return "argument " + std::to_string(i) + ": the module (or a submodule) switched between train() and eval()";
   }

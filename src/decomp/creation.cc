@@ -158,6 +158,17 @@ KILN_DECOMP(one_hot) {
   return {convert_element_type(eq(unsqueeze(x, -1), iota(k, 0, 1, kInt64, x.device())), kInt64)};
 }
 
+// multinomial's checks of its weights w (float64, 2-d), which read their values.
+void check_multinomial_weights(const Tensor& w, int64_t k, bool replacement) {
+  KILN_CHECK(!any(logical_or(lt(w, num(0)), logical_not(isfinite(w)))).item<bool>(),
+             "multinomial: probabilities must be finite and non-negative");
+  KILN_CHECK(all(gt(sum(w, IntList{-1}), num(0))).item<bool>(), "multinomial: every row must have a positive sum");
+  if (!replacement) {
+    KILN_CHECK(all(ge(sum(gt(w, num(0)), IntList{-1}), num(k))).item<bool>(), "multinomial: a row has fewer than ", k,
+               " non-zero probabilities, so ", k, " samples without replacement are impossible");
+  }
+}
+
 // Categorical sampling by the Gumbel-max trick: argmax(log p + g), g = -log(-log(u)), picks i with
 // probability p_i / sum(p). Without replacement, the first k argmaxes of one perturbed row
 // (taking each winner out in turn) are a sample without replacement (Gumbel-top-k).
@@ -173,13 +184,9 @@ KILN_DECOMP(multinomial) {
   KILN_CHECK(replacement || k <= n, "multinomial: cannot sample ", k, " > ", n, " samples without replacement");
   Tensor w = p.dim() == 1 ? unsqueeze(p, 0) : p;
   w = convert_element_type(w, kFloat64);
-  KILN_CHECK(!any(logical_or(lt(w, num(0)), logical_not(isfinite(w)))).item<bool>(),
-             "multinomial: probabilities must be finite and non-negative");
-  KILN_CHECK(all(gt(sum(w, IntList{-1}), num(0))).item<bool>(), "multinomial: every row must have a positive sum");
-  if (!replacement) {
-    KILN_CHECK(all(ge(sum(gt(w, num(0)), IntList{-1}), num(k))).item<bool>(), "multinomial: a row has fewer than ", k,
-               " non-zero probabilities, so ", k, " samples without replacement are impossible");
-  }
+  // The checks read the weights: eager only. Traced (fake) weights have no values, and the
+  // output's shape (rows, k) never depends on them, so a compiled call samples without a break.
+  if (!p.is_fake()) check_multinomial_weights(w, k, replacement);
   const SymInt rows = w.sym_size(0);
   auto gumbel = [&](const SymShape& shape) {
     Tensor u = draw(false, shape, kFloat64, p.device());

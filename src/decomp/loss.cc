@@ -1,5 +1,6 @@
 // Loss functions, decomposed into elementwise prims and reductions (PyTorch's formulas).
 #include <limits>
+#include "decomp/index_error.h"
 #include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
@@ -147,8 +148,10 @@ void check_class_targets(const char* op, const Tensor& x, const Tensor& t, const
              "], got ", shape_str(w.sym_sizes()));
   if (t.is_fake() || t.numel() == 0) return;
   Tensor bad = logical_and(ne(t, num(double(ignore_index))), logical_or(lt(t, num(0)), ge(t, num(double(c.hint())))));
-  KILN_CHECK_HINT(!any(bad).item<bool>(), "class indices must lie in [0, C) or equal ignore_index", op,
-                  ": target out of bounds (number of classes ", c, ")");
+  if (any(bad).item<bool>()) {
+    const IndexErrorText e = index_error_text(op, 0, c.hint());
+    detail::fail(e.message, e.hint);
+  }
 }
 
 // A per-class weight (C) shaped to broadcast along the class dim of x.
@@ -162,8 +165,9 @@ Tensor class_view(const Tensor& w, const Tensor& x) {
 // ignored) and the per-element target weight (0 where ignored), the weighted mean's denominator.
 std::pair<Tensor, Tensor> nll_parts(const Tensor& lp, const Tensor& t, const Tensor& w, int64_t ignore_index) {
   const int64_t cd = class_dim(lp);
-  Tensor valid = ne(t, num(double(ignore_index)));
-  Tensor safe = where(valid, t, num(0));
+  // (integer numbers: the targets stay integers, exact past 2^24 classes, no float casts per row)
+  Tensor valid = ne(t, ops::scalar_to_tensor(Scalar(ignore_index)));
+  Tensor safe = where(valid, t, ops::scalar_to_tensor(Scalar(int64_t(0))));
   if (safe.dtype() != kInt64) safe = convert_element_type(safe, kInt64);
   Tensor picked = squeeze(gather(lp, cd, unsqueeze(safe, cd)), IntList{cd});
   Tensor tw = w.defined() ? reshape(index_select(w, 0, reshape(safe, {-1})), t.sym_sizes()) : Tensor();

@@ -2,6 +2,7 @@
 // embedding_bag.
 #include <cmath>
 
+#include "decomp/index_error.h"
 #include "ops/meta/nn_util.h"
 
 namespace kiln::decomp {
@@ -67,8 +68,10 @@ KILN_DECOMP(pairwise_distance) {
 // Every index in [0, n): a kiln::Error naming the table size otherwise (negative indices do not wrap).
 void check_indices(const char* op, const Tensor& idx, int64_t n) {
   if (idx.is_fake() || idx.numel() == 0) return;
-  KILN_CHECK_HINT(!any(logical_or(lt(idx, num(0)), ge(idx, num(double(n))))).item<bool>(),
-                  "indices must lie in [0, num_embeddings)", op, ": index out of range in self (num_embeddings ", n, ")");
+  if (any(logical_or(lt(idx, num(0)), ge(idx, num(double(n))))).item<bool>()) {
+    const IndexErrorText e = index_error_text(op, 0, n);
+    detail::fail(e.message, e.hint);
+  }
 }
 
 KILN_DECOMP(embedding) {

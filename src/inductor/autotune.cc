@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/tensor_impl.h"
+#include "inductor/index_error.h"
 #include "ops/dispatch.h"
 #include "tile/autotune.h"
 #include "tile/builder.h"
@@ -93,10 +94,12 @@ tile::Program tile_matmul(const std::string& name, int64_t bm, int64_t bn, int64
 
 BlockSizes tune_blocks(const Program& p, const Node& n) {
   GeneratedKernel base = emit_tile(p, n);
-  for (const KernelArg& a : base.args)
+  for (const KernelArg& a : base.args) {
+    if (a.buffer == kIndexErrorArg) return {};  // (timing it on scratch indices would only report errors)
     if (a.buffer >= 0 && !is_floating(p.buffers[size_t(a.buffer)].dtype) &&
         std::find(n.outputs.begin(), n.outputs.end(), a.buffer) == n.outputs.end())
       return {};
+  }
   BlockSizes chosen;
   for (const auto& [name, value] : base.program.meta.constexprs)
     if (name == "XBLOCK" || name == "YBLOCK" || name == "RBLOCK") chosen[name] = value.to_int();
@@ -138,7 +141,9 @@ BlockSizes tune_blocks(const Program& p, const Node& n) {
     }
   }
   if (key.empty()) key = "static sizes";
-  const std::string code = tile::print(kernels[0].program, {.origins = false});  // the kernel's identity
+  // The kernel's identity: its code without its names, so kernels of the same code (a model's
+  // layers) at the same sizes are tuned once, the others taking the disk cache's choice.
+  const std::string code = tile::cpu::code_text(kernels[0].program);
   std::vector<std::vector<tile::cpu::Arg>> args(kernels.size());
   std::vector<int64_t> grids;
   std::vector<tile::Config> configs;

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "inductor/index_error.h"
 #include "inductor/lower/lower.h"
 #include "tile/builder.h"
 #include "tile/prims.h"
@@ -150,9 +151,11 @@ class Emitter {
     // Parameters: the output, the buffers the body loads, then the size symbols.
     std::set<int> loaded;
     std::set<std::string> sizes;
+    bool checks = false;
     walk_bodies([&](const Value* v) {
       if (v->kind == ValueKind::Load) loaded.insert(v->buffer);
       if (v->index) collect_sizes(v->index, sizes);
+      checks |= v->kind == ValueKind::Check;
     });
     for (const SymInt& s : n_.ranges) collect_sizes(s.as_expr(), sizes);
     for (const SymInt& s : n_.reduction_ranges) collect_sizes(s.as_expr(), sizes);
@@ -168,6 +171,10 @@ class Emitter {
       if (ptrs_.count(buf)) continue;
       ptrs_[buf] = b_.arg_ptr(p_.buffers[size_t(buf)].name, p_.buffers[size_t(buf)].dtype);
       k.args.push_back({buf, nullptr});
+    }
+    if (checks) {  // index range checks report into the plan's error record
+      error_record_ = b_.arg_ptr("index_error", kInt64);
+      k.args.push_back({kIndexErrorArg, nullptr});
     }
     for (const std::string& s : sizes) {
       symbols_[s] = b_.arg_sym(s);
@@ -366,6 +373,29 @@ class Emitter {
       if (persistent) {
         if (k) store_body(i, b_.reduce(*k, reduced(i, *k, value(n_.bodies[i])), along).expand_dims(along));
         else store_body(i, value(n_.bodies[i]));
+      } else if (k && online_max_sum(i)) {
+        // One loop for the row's max and its sum of exp(f - max): per block the block's max
+        // raises the running one and the lanes' sums are rescaled by exp(old - new), so the row
+        // is read once (softmax, log_softmax, cross_entropy). The max is exact; the sum differs
+        // from two passes by rounding only.
+        const DType acc = n_.bodies[i]->dtype;
+        const Value* max_load = n_.bodies[i + 1]->args[0]->args[1];  // the sum's read of the max
+        const std::vector<int64_t> row = columns_ ? std::vector<int64_t>{1, xblock} : std::vector<int64_t>{xblock, 1};
+        Val m0 = b_.full(row, identity(tile::ReduceKind::Max, acc), acc), s0 = b_.full(block, kiln::Scalar(0.0), acc);
+        std::vector<Val> res = b_.for_loop(0, rn, rblock, {m0, s0}, [&](Val iv, const std::vector<Val>& carried) {
+          Scope inner(*this);
+          rows(iv);
+          const Val& m = carried[0];
+          const Val mn = b_.call(ops::OpId::maximum, {m, b_.reduce(tile::ReduceKind::Max, reduced(i, tile::ReduceKind::Max, value(n_.bodies[i])), along).expand_dims(along)}).to(acc);
+          // (equal maxima, -inf or inf both, scale by 1: their difference is NaN)
+          const Val scale = b_.call(ops::OpId::exp, {b_.where(m == mn, Operand(kiln::Scalar(0.0)), m - mn)}).to(acc);
+          values_[max_load] = mn;
+          const Val e = reduced(i + 1, tile::ReduceKind::Sum, value(n_.bodies[i + 1]));
+          return std::vector<Val>{mn, (carried[1] * scale + e).to(acc)};
+        });
+        store_body(i, res[0]);
+        store_body(i + 1, b_.reduce(tile::ReduceKind::Sum, res[1], along).expand_dims(along));
+        ++i;
       } else if (k) {
         const DType acc = n_.bodies[i]->dtype;
         Val acc0 = b_.full(block, identity(*k, acc), acc);
@@ -390,6 +420,20 @@ class Emitter {
         i = end - 1;
       }
     }
+  }
+
+  // Whether a looped row group's stages i and i + 1 are a row's max of f and the sum of
+  // exp(f - that max) (floating): one loop computes both (reduction()).
+  bool online_max_sum(size_t i) const {
+    if (n_.stages.empty() || i + 1 >= n_.bodies.size() || n_.stages[i] != tile::ReduceKind::Max ||
+        n_.stages[i + 1] != tile::ReduceKind::Sum)
+      return false;
+    const Value *f = n_.bodies[i], *e = n_.bodies[i + 1];
+    if (!is_floating(f->dtype) || e->dtype != f->dtype || e->kind != ValueKind::Call || e->op != ops::OpId::exp) return false;
+    const Value* d = e->args[0];
+    if (d->kind != ValueKind::Call || d->op != ops::OpId::sub || d->args.size() != 2 || d->args[0] != f) return false;
+    const Value* m = d->args[1];
+    return m->kind == ValueKind::Load && m->buffer == n_.outputs[i] && m->dtype == f->dtype;
   }
 
   static ops::OpId combine_op(tile::ReduceKind k) {
@@ -568,6 +612,57 @@ class Emitter {
     return exprs_[e] = v;
   }
 
+  // The index e of an indirect Load / Index x: its gather variables g<k> bound to its args'
+  // values for this expression only (another load's g0 is another value).
+  Val indirect(const Value* x, const ExprPtr& e) {
+    if (x->args.empty()) return expr(e);
+    std::vector<Val> at;
+    for (const Value* a : x->args) at.push_back(value(a).to(kInt64));
+    const auto vars = vars_;
+    const auto exprs = exprs_;
+    for (size_t k = 0; k < at.size(); ++k) {
+      // (the variable's extent, as the index mentions it)
+      std::function<void(const ExprPtr&)> bind = [&](const ExprPtr& s) {
+        size_t j;
+        if (is_gather_var(s, &j) && j == k) vars_[s] = at[k];
+        for (const ExprPtr& c : s->args) bind(c);
+      };
+      bind(e);
+    }
+    const Val v = expr(e);  // (exprs_ holds no g<k> outside this function: they are dropped here)
+    vars_ = vars;
+    exprs_ = exprs;
+    return v;
+  }
+  // An index range check: its "in range" value; the lanes (in the node's range) where it is false
+  // store [op + 1, index, size] into the error record (index_error.h).
+  Val check(const Value* x) {
+    const Val ok = value(x->args[0]);
+    const Val m = moved_by_r(x) ? mask_ : xmask_;
+    Val bad = m.defined() ? (!ok) & m : !ok;
+    const Val index = b_.where(bad, value(x->args[1]).to(kInt64), Operand(kiln::Scalar(int64_t(0))));
+    const std::vector<int64_t> shape = index.shape();
+    if (bad.shape() != shape) bad = bad.broadcast_to(shape);
+    const auto slot = [&](IndexErrorSlot s) { return error_record_ + b_.full(shape, kiln::Scalar(int64_t(s)), kInt64); };
+    b_.store(slot(kErrorIndex), index, bad);
+    b_.store(slot(kErrorSize), b_.where(bad, value(x->args[2]).to(kInt64), Operand(kiln::Scalar(int64_t(0)))), bad);
+    b_.store(slot(kErrorOp), b_.full(shape, kiln::Scalar(int64_t(x->op) + 1), kInt64), bad);
+    return ok;
+  }
+  // Whether x changes along the reduction variables (an indirect load: its index values too).
+  bool moved_by_r(const Value* x) {
+    if (rvars_.empty()) return true;
+    auto it = moved_.find(x);
+    if (it != moved_.end()) return it->second;
+    bool m = false;
+    if (x->index) {
+      const ExprPtr e = substitute(x->index, subst_);
+      for (const ExprPtr& r : rvars_) m |= contains(e, r);
+    }
+    for (const Value* a : x->args) m = m || moved_by_r(a);
+    return moved_[x] = m;
+  }
+
   Val value(const Value* x) {
     auto it = values_.find(x);
     if (it != values_.end()) return it->second;
@@ -580,17 +675,17 @@ class Emitter {
           break;
         }
         const ExprPtr e = substitute(x->index, subst_);
-        const Val at = expr(e);
+        const Val at = indirect(x, e);
         // A load the reduction variables do not move needs only the rows' mask (and is one per row).
-        bool moves = rvars_.empty();
-        for (const ExprPtr& r : rvars_) moves |= contains(e, r);
+        const bool moves = moved_by_r(x);
         const Val m = moves ? mask_ : xmask_;
         v = m.defined() ? b_.load(ptrs_.at(x->buffer) + at, m) : b_.load(ptrs_.at(x->buffer) + at);
         break;
       }
       case ValueKind::Constant: v = b_.constant(x->number, x->dtype); break;
-      case ValueKind::Index: v = index(x->index).to(x->dtype); break;
+      case ValueKind::Index: v = indirect(x, substitute(x->index, subst_)).to(x->dtype); break;
       case ValueKind::Cast: v = value(x->args[0]).to(x->dtype); break;
+      case ValueKind::Check: v = check(x); break;
       case ValueKind::Call: {
         std::vector<Operand> args;
         for (const Value* a : x->args) args.emplace_back(value(a));
@@ -609,6 +704,8 @@ class Emitter {
   std::map<std::string, Val> symbols_;
   std::map<ExprPtr, Val> vars_, exprs_;
   std::map<const Value*, Val> values_;
+  std::map<const Value*, bool> moved_;  // moved_by_r's answers
+  Val error_record_;                    // the index_error parameter (kernels with checks)
   Val mask_, xmask_;                    // the lanes in range; reductions: xmask_, the rows'
   std::map<int, Val> row_values_;       // row groups: per buffer, a row's value in registers
   std::map<ExprPtr, ExprPtr> subst_;  // the node's variables in the collapsed ones

@@ -8,7 +8,8 @@
 
 namespace kiln::inductor {
 
-// One parameter of a generated kernel: a buffer's data, or a size expression's value.
+// One parameter of a generated kernel: a buffer's data, a size expression's value, or (buffer
+// kIndexErrorArg) the plan's error record for index range checks (index_error.h).
 struct KernelArg {
   int buffer = -1;
   ExprPtr size;

@@ -1,8 +1,10 @@
 // The loop IR's values (interned), layouts, text form and verifier.
 #include "inductor/loop_ir.h"
 
+#include "inductor/lower/lower.h"
 #include "tile/prims.h"
 
+#include <algorithm>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -24,7 +26,37 @@ int number_kind(const kiln::Scalar& s) { return s.is_float() ? 2 : s.is_int() ? 
 
 size_t mix(size_t h, size_t v) { return h ^ (v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2)); }
 
+// The symbols of e that are keys of `of`, each once, in sym's order (deterministic).
+std::vector<ExprPtr> symbols_in(const ExprPtr& e, const std::map<ExprPtr, const Value*>& of) {
+  std::set<ExprPtr> found;
+  std::function<void(const ExprPtr&)> go = [&](const ExprPtr& x) {
+    if (x->kind == sym::Kind::Symbol && of.count(x)) found.insert(x);
+    for (const ExprPtr& a : x->args) go(a);
+  };
+  go(e);
+  std::vector<ExprPtr> out(found.begin(), found.end());
+  std::sort(out.begin(), out.end(), [](const ExprPtr& a, const ExprPtr& b) { return sym::compare(a, b) < 0; });
+  return out;
+}
+
 }  // namespace
+
+ExprPtr gather_var(size_t k, const ExprPtr& extent) { return sym::index("g" + std::to_string(k), extent); }
+
+bool is_gather_var(const ExprPtr& e, size_t* k) {
+  if (e->kind != sym::Kind::Symbol || !e->extent || e->name.size() < 2 || e->name[0] != 'g') return false;
+  for (size_t i = 1; i < e->name.size(); ++i)
+    if (e->name[i] < '0' || e->name[i] > '9') return false;
+  if (k) *k = size_t(std::stoull(e->name.substr(1)));
+  return true;
+}
+
+ExprPtr Program::gather_symbol(const Value* at, const SymInt& extent) {
+  KILN_CHECK(is_integral(at->dtype), "internal: inductor: a gather index of dtype ", name(at->dtype));
+  ExprPtr s = sym::index("gather" + std::to_string(gathered_.size()), extent.as_expr());
+  gathered_[s] = at;
+  return s;
+}
 
 const char* node_kind_name(NodeKind k) {
   switch (k) {
@@ -56,6 +88,14 @@ size_t Program::KeyHash::operator()(const Key& k) const {
 }
 
 const Value* Program::make(Value v) {
+  if (v.index && !gathered_.empty() && (v.kind == ValueKind::Load || v.kind == ValueKind::Index)) {
+    std::map<ExprPtr, ExprPtr> local;  // gather_symbol's variables -> this value's g<k>
+    for (const ExprPtr& s : symbols_in(v.index, gathered_)) {
+      local[s] = gather_var(v.args.size(), s->extent);
+      v.args.push_back(gathered_.at(s));
+    }
+    if (!local.empty()) v.index = substitute(v.index, local);
+  }
   auto it = interned_.find(Key{&v});
   if (it != interned_.end()) return it->second;
   values_.push_back(std::make_unique<Value>(std::move(v)));
@@ -141,6 +181,7 @@ ExprPtr product(const SymShape& sizes) {
 
 DType implied_constant_dtype(const Value* user, int i, DType stored) {
   if (!user) return stored;
+  if (user->kind == ValueKind::Check) return i == 0 ? kBool : kInt64;
   if (user->kind == ValueKind::Call) {
     if (user->op == ops::OpId::where && i == 0) return kBool;
     // Every other operand meets the others in their compute dtype (lower/pointwise.cc).
@@ -181,10 +222,13 @@ class BodyPrinter {
     for (size_t a = 0; a < v->args.size(); ++a) args.push_back((*this)(v->args[a], v, int(a), v->dtype));
     std::string rhs;
     switch (v->kind) {
-      case ValueKind::Load: rhs = "load " + p_.buffers[size_t(v->buffer)].name + "[" + sym::str(v->index) + "]"; break;
+      case ValueKind::Load:
+        rhs = "load" + gather_vars(v, args) + " " + p_.buffers[size_t(v->buffer)].name + "[" + sym::str(v->index) + "]";
+        break;
       case ValueKind::Constant: break;  // (above)
-      case ValueKind::Index: rhs = "index " + sym::str(v->index); break;
+      case ValueKind::Index: rhs = "index" + gather_vars(v, args) + " " + sym::str(v->index); break;
       case ValueKind::Cast: rhs = "cast " + args[0]; break;
+      case ValueKind::Check: rhs = std::string("check ") + ops::op_info(v->op).name + " " + args[0] + ", " + args[1] + ", " + args[2]; break;
       case ValueKind::Call: {
         rhs = ops::op_info(v->op).name;
         if (v->rounding == tile::Rounding::Trunc) rhs += "[trunc]";
@@ -200,6 +244,25 @@ class BodyPrinter {
   }
 
  private:
+  // An indirect load's gather variables: "(g0 < extent = t3, ...)" (nothing for a plain one).
+  static std::string gather_vars(const Value* v, const std::vector<std::string>& args) {
+    if (v->args.empty()) return "";
+    std::vector<ExprPtr> vars(v->args.size());
+    std::function<void(const ExprPtr&)> go = [&](const ExprPtr& e) {
+      size_t k;
+      if (is_gather_var(e, &k) && k < vars.size()) vars[k] = e;
+      for (const ExprPtr& a : e->args) go(a);
+    };
+    go(v->index);
+    std::string out = "(";
+    for (size_t k = 0; k < vars.size(); ++k) {
+      KILN_CHECK(vars[k], "internal: loop IR: gather variable g", k, " of a ", v->kind == ValueKind::Load ? "load" : "index",
+                 " is not in its index ", sym::str(v->index));
+      out += (k ? ", " : "") + vars[k]->name + " < " + sym::str(vars[k]->extent) + " = " + args[k];
+    }
+    return out + ")";
+  }
+
   const Program& p_;
   std::ostringstream& os_;
   std::map<const Value*, std::string> names_;
@@ -316,10 +379,22 @@ void verify(const Program& p) {
         if (v->index) {
           std::set<ExprPtr> syms;
           collect_symbols(v->index, syms);
-          for (const ExprPtr& s : syms)
-            if (s->extent && !allowed.count(s)) bad("index " + sym::str(v->index) + " uses a variable of another node");
+          const bool indirect = v->kind == ValueKind::Load || v->kind == ValueKind::Index;
+          for (const ExprPtr& s : syms) {
+            size_t k;
+            if (indirect && is_gather_var(s, &k)) {
+              if (k >= v->args.size()) bad("index " + sym::str(v->index) + " uses " + s->name + " without its value");
+              else if (!is_integral(v->args[k]->dtype)) bad("gather variable " + s->name + " is not an integer");
+            } else if (s->extent && !allowed.count(s)) {
+              bad("index " + sym::str(v->index) + " uses a variable of another node");
+            }
+          }
         }
         if (v->kind == ValueKind::Call && v->args.empty()) bad("a call without operands");
+        if (v->kind == ValueKind::Check &&
+            (v->args.size() != 3 || v->dtype != kBool || v->args[0]->dtype != kBool || v->args[1]->dtype != kInt64 ||
+             v->args[2]->dtype != kInt64 || v->op == ops::OpId::NumOps))
+          bad("a check takes (b8 in range, i64 index, i64 size) and names its op");
       };
       for (size_t i = 0; i < n.bodies.size(); ++i) {
         check(n.bodies[i]);

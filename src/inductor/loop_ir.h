@@ -15,9 +15,14 @@
 // expression, pointwise prims by OpId, casts, constants and index expressions. Index
 // expressions are sym expressions (src/sym/) over the node's index variables (sym::index, i0...
 // and r0...) and the graph's size symbols, so one program serves every value of a dynamic dim.
+//
+// An indirect load (gather, index_select, embedding) reads at an offset that depends on another
+// value: its index expression mentions gather variables g0, g1, ..., index variables whose
+// values are the load's args (g<k> = args[k], an integer value already in [0, extent)).
 #pragma once
 #include <kiln/tensor.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,18 +38,23 @@ namespace kiln::inductor {
 using sym::ExprPtr;
 
 enum class ValueKind : uint8_t {
-  Load,      // buffer[index]
+  Load,      // buffer[index]; indirect: index over g<k> = args[k] (gather_var)
   Constant,  // a number of `dtype`
-  Index,     // the index expression `index` as a number of `dtype` (iota)
+  Index,     // the index expression `index` as a number of `dtype` (iota); may use g<k> too
   Call,      // the pointwise prim `op` on args (`rounding` for div)
   Cast,      // args[0] converted to `dtype` (convert_element_type)
+  // An index range check: the bool args[0] ("the index is in range"), which also reports, where
+  // it is false, the index args[1] and the size args[2] (i64) of the op `op` the user called
+  // (cross_entropy, embedding, gather, ...): the plan raises that op's kiln::Error after the
+  // kernel (index_error.h). Its users (the clamp, the poison where) make it part of the kernel.
+  Check,
 };
 
 // One scalar value of a body. Built only through Program::make (interned: equal values are one).
 struct Value {
   ValueKind kind = ValueKind::Constant;
   DType dtype = kFloat32;
-  ops::OpId op = ops::OpId::NumOps;
+  ops::OpId op = ops::OpId::NumOps;  // Call: the prim; Check: the op whose index it checks
   tile::Rounding rounding = tile::Rounding::None;
   std::vector<const Value*> args;
   int buffer = -1;     // Load
@@ -120,6 +130,10 @@ class Program {
   const Value* call(ops::OpId op, std::vector<const Value*> args, DType d, tile::Rounding r = tile::Rounding::None);
   const Value* cast(const Value* x, DType d);
   int add_buffer(Buffer b);
+  // A variable in [0, extent) standing for the integer value `at` (already clamped into range)
+  // in index expressions built by lowering; make() turns it into the gather variable g<k> of
+  // each Load or Index value whose index mentions it, with `at` as that value's args[k].
+  ExprPtr gather_symbol(const Value* at, const SymInt& extent);
 
  private:
   struct Key {
@@ -131,7 +145,13 @@ class Program {
   };
   std::vector<std::unique_ptr<Value>> values_;
   std::unordered_map<Key, const Value*, KeyHash> interned_;
+  std::map<ExprPtr, const Value*> gathered_;  // gather_symbol's variables and their values
 };
+
+// The gather variable g<k> of an indirect Load / Index (args[k]) over [0, extent).
+ExprPtr gather_var(size_t k, const ExprPtr& extent);
+// Whether e is a gather variable; its k.
+bool is_gather_var(const ExprPtr& e, size_t* k = nullptr);
 
 // Contiguous strides for sizes (row-major; size-1 and 0 dims still get the product stride).
 SymShape contiguous_strides(const SymShape& sizes);

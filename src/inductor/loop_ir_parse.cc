@@ -338,7 +338,7 @@ class Parser {
     if (n.kind == NodeKind::Reduction && (named || n.outputs.size() > 1)) n.stages = stages;
   }
 
-  // tN: dtype = load buf[e] | index e | cast x | op[rounding] x, y, ...
+  // tN: dtype = load buf[e] | index e | cast x | check op ok, i, n | op[rounding] x, y, ...
   void value_line() {
     Token name = lx_.next();
     lx_.expect(":");
@@ -347,18 +347,39 @@ class Parser {
     Token what = ident("load, index, cast or a prim");
     const Value* v = nullptr;
     if (what.text == "load") {
-      const int b = buffer_ref();
+      Value lv;
+      lv.kind = ValueKind::Load;
+      lv.dtype = d;
+      lv.args = gather_vars(d);
+      lv.buffer = buffer_ref();
       lx_.expect("[");
-      ExprPtr index = index_expr();
+      lv.index = index_expr();
       lx_.expect("]");
-      if (p_.buffers[size_t(b)].dtype != d) lx_.fail(what, "a load's dtype is its buffer's");
-      v = p_.load(b, index);
+      if (p_.buffers[size_t(lv.buffer)].dtype != d) lx_.fail(what, "a load's dtype is its buffer's");
+      end_gather_vars(lv.args.size());
+      v = p_.make(std::move(lv));
     } else if (what.text == "index") {
       Value iv;
       iv.kind = ValueKind::Index;
       iv.dtype = d;
+      iv.args = gather_vars(d);
       iv.index = index_expr();
+      end_gather_vars(iv.args.size());
       v = p_.make(std::move(iv));
+    } else if (what.text == "check") {  // check <op> ok, index, size
+      Token op = ident("the op whose index it checks");
+      const ops::OpInfo* info = ops::find_op(op.text);
+      if (!info) lx_.fail(op, "unknown op '" + op.text + "'");
+      Value cv;
+      cv.kind = ValueKind::Check;
+      cv.dtype = d;
+      cv.op = info->id;
+      cv.args.push_back(operand(kBool));
+      for (int k = 0; k < 2; ++k) {
+        lx_.expect(",");
+        cv.args.push_back(operand(kInt64));
+      }
+      v = p_.make(std::move(cv));
     } else if (what.text == "cast") {
       Value cv;
       cv.kind = ValueKind::Cast;
@@ -408,6 +429,30 @@ class Parser {
   }
 
   // A value name or an inline constant ("2.", "-3", "True", "inf", "0.5:f64").
+  // An indirect load's "(g0 < extent = t3, ...)": defines g0, ... for its index expression and
+  // returns their values (the load's args). None: a plain load.
+  std::vector<const Value*> gather_vars(DType implied) {
+    std::vector<const Value*> args;
+    // ("(" alone may open an index expression: a gather variable's name and "<" follow it here)
+    if (!lx_.at_punct("(") || lx_.peek(1).kind != Token::Ident || lx_.peek(2).kind != Token::Punct || lx_.peek(2).text != "<")
+      return args;
+    lx_.next();
+    do {
+      Token v = ident("a gather variable");
+      lx_.expect("<");
+      const ExprPtr e = gather_var(args.size(), size().as_expr());
+      if (v.text != e->name) lx_.fail(v, "expected gather variable " + e->name);
+      lx_.expect("=");
+      args.push_back(operand(implied));
+      vars_[e->name] = e;
+    } while (lx_.accept(","));
+    lx_.expect(")");
+    return args;
+  }
+  void end_gather_vars(size_t n) {
+    for (size_t k = 0; k < n; ++k) vars_.erase("g" + std::to_string(k));
+  }
+
   const Value* operand(DType implied) {
     const Token& t = lx_.peek();
     if (t.kind == Token::Ident && t.text != "True" && t.text != "False" && t.text != "inf" && t.text != "nan")

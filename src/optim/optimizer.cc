@@ -254,8 +254,8 @@ void Optimizer::load_state_dict(const TensorMap& sd, SourceLoc loc) {
       KILN_CHECK_HINT(std::find(state_names_.begin(), state_names_.end(), k) != state_names_.end(),
                       "load a state_dict saved from the same kind of optimizer", who, "'state.", id, ".", k,
                       "' is not state of ", name_);
-      if (k == "step") {
-        number_of("state." + std::to_string(id) + ".step", t);
+      if (k == "step" || k == "mu_product") {  // 0-d float32 numbers (NAdam's running product too)
+        number_of("state." + std::to_string(id) + "." + k, t);
         new_state[it->second][k] = t.to(kFloat32).clone();
       } else {
         KILN_CHECK_HINT(t.sizes() == p.sizes(), "load a state_dict of an optimizer over parameters of the same shapes",

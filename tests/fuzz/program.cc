@@ -496,6 +496,27 @@ class Builder {
       return call(OpId::cat, {graph::ValueList{a.v, other.v}, dim}, a.exact && other.exact, std::max(a.bound, other.bound),
                   larger(a.err, other.err));
     });
+    // gather / index_select at in-range positions (a literal index, drawn from c[3]), along a
+    // static dim: gather needs every dim static (its index has a's shape), index_select only dim.
+    auto positions = [c](int64_t n, int64_t below) {
+      std::vector<int64_t> v(static_cast<size_t>(n));
+      uint64_t x = c[3] | 1u;
+      for (int64_t& e : v) e = int64_t((x = x * 6364136223846793005ull + 1442695040888963407ull) >> 33) % below;
+      return v;
+    };
+    const int64_t gd = r >= 1 ? int64_t(c[2] % uint32_t(r)) : 0;
+    const bool static_dim = r >= 1 && concrete(s[size_t(gd)]) && s[size_t(gd)].value() > 0;
+    cands.add(static_dim && all_concrete(s), [=, this] {
+      Shape shape;
+      int64_t n = 1;
+      for (const SymInt& d : s) shape.push_back(d.value()), n *= d.value();
+      const Tensor idx = tensor(positions(n, s[size_t(gd)].value()), shape);
+      return call(OpId::gather, {a.v, gd, g_.add_constant(idx)}, a.exact, a.bound, a.err);
+    });
+    cands.add(static_dim, [=, this] {
+      const Tensor idx = tensor(positions(int64_t(c[1] % 5) + 1, s[size_t(gd)].value()), Shape{int64_t(c[1] % 5) + 1});
+      return call(OpId::index_select, {a.v, gd, g_.add_constant(idx)}, a.exact, a.bound, a.err);
+    });
     return cands.pick(c[0]);
   }
 

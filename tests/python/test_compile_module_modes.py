@@ -92,3 +92,25 @@ def test_an_attribute_replaced_by_an_equal_new_object_recompiles(value):
     net.extra = type(value)(value)
     c(kiln.ones(2, 6))
     assert c.explain().graph_count == n + 1
+
+
+def test_explain_names_the_traced_mode_and_counts_a_linears_parameters():
+    lin = kiln.nn.Linear(4, 3).eval()
+    text = str(kiln.explain(lin, kiln.ones(2, 4)))
+    assert "the same 2 parameters and buffers, in eval mode" in text, text
+    lin.train()
+    assert "in train mode" in str(kiln.explain(lin, kiln.ones(2, 4)))
+
+
+def test_multinomial_one_sample_is_no_graph_break():
+    # Its output shape (rows, num_samples) never depends on the weights: one graph, no break.
+    # One-hot rows make the sample certain, so kiln's and torch's draws agree.
+    probs = np.eye(5, dtype=np.float32)[[3, 0, 4]]
+    f = kiln.compile(lambda p: kiln.multinomial(p, 1))
+    got = f(kiln.tensor(probs)).numpy()
+    want = torch.multinomial(torch.tensor(probs), 1).numpy()
+    np.testing.assert_array_equal(got, want)
+    e = f.explain()
+    assert e.graph_count == 1 and e.break_count == 0, str(e)
+    with pytest.raises(kiln.Error, match="non-negative"):  # eagerly the weights are still checked
+        kiln.multinomial(kiln.tensor([[0.5, -1.0]]), 1)

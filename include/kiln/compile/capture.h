@@ -81,6 +81,7 @@ struct ArgValue {
   const void* module = nullptr;           // its identity
   std::vector<const void*> module_state;  // identities of its parameters and buffers
   std::vector<bool> module_training;      // is_training() of it and each descendant
+  uint64_t module_attrs = 0;              // from Python: a number standing for its attributes' values
 };
 
 // Conditions a trace depended on beyond its arguments and the global modes, supplied by the code

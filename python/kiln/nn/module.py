@@ -85,11 +85,17 @@ def _value_key(v):
     return _Same(v)
 
 
+# module -> names of the attributes a compiled forward assigns tensors to: graph outputs, stored
+# back after each call (kiln.compile's side-effect replay), so no part of the state it guards.
+_replayed = weakref.WeakKeyDictionary()
+
+
 def _state_key(root):
     key = []
     for name, m in root.named_modules():
         d = m.__dict__
-        attrs = tuple((k, _value_key(v)) for k, v in d.items() if k not in _STATE_KEYS)
+        skip = _replayed.get(m, ())
+        attrs = tuple((k, _value_key(v)) for k, v in d.items() if k not in _STATE_KEYS and k not in skip)
         hooks = tuple(_Same(h) for h in (*d["_forward_pre_hooks"].values(), *d["_forward_hooks"].values()))
         key.append((name, _Same(m), attrs, hooks, frozenset(d["_non_persistent_buffers"])))
     return tuple(key)
@@ -114,6 +120,28 @@ def state_fingerprint(root):
         number = table[key] = _next_state_id[0]
     _states[root] = (_config[0], number, table)
     return number
+
+
+def replay_attribute(m, name):
+    """Takes m.name out of the state fingerprints (the compiled forward assigning it traced with
+    the state before the assignment: the states remembered are rewritten without it, so that
+    state keeps its number)."""
+    names = _replayed.setdefault(m, set())
+    if name in names:
+        return
+    names.add(name)
+    for root, (version, number, table) in list(_states.items()):
+        rewritten = {}
+        for key, n in table.items():
+            rewritten.setdefault(tuple(_drop_attr(entry, m, name) for entry in key), n)
+        _states[root] = (version, number, rewritten)
+
+
+def _drop_attr(entry, m, name):
+    path, same, attrs, hooks, non_persistent = entry
+    if same.ref() is not m:
+        return entry
+    return (path, same, tuple(a for a in attrs if a[0] != name), hooks, non_persistent)
 
 
 class Module:

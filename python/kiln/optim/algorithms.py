@@ -1,9 +1,9 @@
 """Adadelta, Adagrad, Adamax, ASGD, NAdam, RAdam, RMSprop and Rprop: torch.optim's algorithms,
 defaults and per-parameter state names (step, square_avg, acc_delta, sum, exp_avg, exp_avg_sq,
-exp_inf, mu_product, momentum_buffer, grad_avg, prev, step_size, eta, mu, ax), written in Python
-over kiln's in-place tensor ops (the C++ optimizers behind SGD/Adam/AdamW do not cover them).
-The update formulas follow the pseudo-code in torch.optim's documentation."""
-import math
+exp_inf, mu_product, momentum_buffer, grad_avg, prev, step_size, eta, mu, ax). Adadelta, Adagrad,
+RMSprop, NAdam and RAdam are kiln's C++ optimizers (src/optim/adaptive.cc, as SGD/Adam/AdamW);
+Adamax, ASGD and Rprop are written here in Python over kiln's in-place tensor ops. The update
+formulas follow the pseudo-code in torch.optim's documentation."""
 
 from .. import _C
 from .._grad_mode import enable_grad, no_grad
@@ -61,7 +61,9 @@ def _zeros(p):
     return _ops.zeros_like(p)
 
 
-class Adadelta(_PythonOptimizer):
+class Adadelta(Optimizer):
+    _kind = "adadelta"
+
     def __init__(self, params, lr=1.0, rho=0.9, eps=1e-6, weight_decay=0, foreach=None, *, capturable=False,
                  maximize=False, differentiable=False):
         _check("rho", rho)
@@ -72,20 +74,10 @@ class Adadelta(_PythonOptimizer):
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay, maximize=maximize,
                                       foreach=foreach, capturable=capturable, differentiable=differentiable))
 
-    def _init_state(self, p, group):
-        return {"step": _scalar(0), "square_avg": _zeros(p), "acc_delta": _zeros(p)}
 
-    def _update(self, p, grad, state, group, step):
-        rho, eps = group["rho"], group["eps"]
-        grad = self._weight_decay(p, grad, group)
-        sq, acc = state["square_avg"], state["acc_delta"]
-        sq.mul_(rho).addcmul_(grad, grad, value=1 - rho)
-        delta = (acc + eps).sqrt() / (sq + eps).sqrt() * grad
-        acc.mul_(rho).addcmul_(delta, delta, value=1 - rho)
-        p.sub_(delta * group["lr"])
+class Adagrad(Optimizer):
+    _kind = "adagrad"  # (its state is made at construction, as torch's)
 
-
-class Adagrad(_PythonOptimizer):
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0, eps=1e-10,
                  foreach=None, *, maximize=False, differentiable=False, fused=None):
         _check("lr_decay", lr_decay)
@@ -95,21 +87,11 @@ class Adagrad(_PythonOptimizer):
         super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps, weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable, fused=fused))
-        for group in self.param_groups:  # torch creates Adagrad's state eagerly
-            for p in group["params"]:
-                self._py_state[p].update(self._init_state(p, group))
-
-    def _init_state(self, p, group):
-        return {"step": _scalar(0), "sum": _ops.full_like(p, float(group["initial_accumulator_value"]))}
-
-    def _update(self, p, grad, state, group, step):
-        grad = self._weight_decay(p, grad, group)
-        clr = group["lr"] / (1 + (step - 1) * group["lr_decay"])
-        state["sum"].addcmul_(grad, grad, value=1.0)
-        p.sub_(grad / (state["sum"].sqrt() + group["eps"]) * clr)
 
 
-class RMSprop(_PythonOptimizer):
+class RMSprop(Optimizer):
+    _kind = "rmsprop"
+
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0, centered=False,
                  capturable=False, foreach=None, maximize=False, differentiable=False):
         _check("epsilon", eps)
@@ -120,34 +102,10 @@ class RMSprop(_PythonOptimizer):
                                       weight_decay=weight_decay, capturable=capturable, foreach=foreach,
                                       maximize=maximize, differentiable=differentiable))
 
-    def _init_state(self, p, group):
-        s = {"step": _scalar(0), "square_avg": _zeros(p)}
-        if group["momentum"] > 0:
-            s["momentum_buffer"] = _zeros(p)
-        if group["centered"]:
-            s["grad_avg"] = _zeros(p)
-        return s
 
-    def _update(self, p, grad, state, group, step):
-        alpha = group["alpha"]
-        grad = self._weight_decay(p, grad, group)
-        sq = state["square_avg"]
-        sq.mul_(alpha).addcmul_(grad, grad, value=1 - alpha)
-        if group["centered"]:
-            ga = state["grad_avg"]
-            ga.lerp_(grad, 1 - alpha)
-            avg = (sq - ga * ga).sqrt() + group["eps"]
-        else:
-            avg = sq.sqrt() + group["eps"]
-        if group["momentum"] > 0:
-            buf = state.setdefault("momentum_buffer", _zeros(p))
-            buf.mul_(group["momentum"]).add_(grad / avg)
-            p.sub_(buf * group["lr"])
-        else:
-            p.sub_(grad / avg * group["lr"])
+class _AdamChecks:
+    """The betas, eps and weight_decay checks of Adam's relatives."""
 
-
-class _AdamFamily(_PythonOptimizer):
     def _validate(self, group):
         super()._validate(group)
         b1, b2 = group["betas"]
@@ -156,21 +114,10 @@ class _AdamFamily(_PythonOptimizer):
         _check("epsilon", group["eps"])
         _check("weight_decay", group["weight_decay"])
 
-    def _decay(self, p, grad, group):
-        """Decoupled (AdamW-style: p *= 1 - lr*wd) or L2 (grad += wd*p) weight decay."""
-        if group["weight_decay"] != 0 and group.get("decoupled_weight_decay"):
-            p.mul_(1 - group["lr"] * group["weight_decay"])
-            return grad
-        return self._weight_decay(p, grad, group)
 
-    @staticmethod
-    def _moments(grad, state, b1, b2):
-        state["exp_avg"].lerp_(grad, 1 - b1)
-        state["exp_avg_sq"].mul_(b2).addcmul_(grad, grad, value=1 - b2)
-        return state["exp_avg"], state["exp_avg_sq"]
+class NAdam(_AdamChecks, Optimizer):
+    _kind = "nadam"
 
-
-class NAdam(_AdamFamily):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, momentum_decay=4e-3,
                  decoupled_weight_decay=False, *, foreach=None, maximize=False, capturable=False,
                  differentiable=False):
@@ -180,49 +127,18 @@ class NAdam(_AdamFamily):
                                       maximize=maximize, foreach=foreach, capturable=capturable,
                                       differentiable=differentiable))
 
-    def _init_state(self, p, group):
-        return {"step": _scalar(0), "mu_product": _scalar(1.0), "exp_avg": _zeros(p), "exp_avg_sq": _zeros(p)}
 
-    def _update(self, p, grad, state, group, step):
-        (b1, b2), lr, psi = group["betas"], group["lr"], group["momentum_decay"]
-        grad = self._decay(p, grad, group)
-        mu = b1 * (1.0 - 0.5 * 0.96 ** (step * psi))
-        mu_next = b1 * (1.0 - 0.5 * 0.96 ** ((step + 1) * psi))
-        mu_product = state["mu_product"].item() * mu
-        state["mu_product"] = _scalar(mu_product)
-        exp_avg, exp_avg_sq = self._moments(grad, state, b1, b2)
-        denom = (exp_avg_sq / (1 - b2 ** step)).sqrt() + group["eps"]
-        p.sub_(grad / denom * (lr * (1 - mu) / (1 - mu_product)))
-        p.sub_(exp_avg / denom * (lr * mu_next / (1 - mu_product * mu_next)))
+class RAdam(_AdamChecks, Optimizer):
+    _kind = "radam"
 
-
-class RAdam(_AdamFamily):
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, decoupled_weight_decay=False,
                  *, foreach=None, maximize=False, capturable=False, differentiable=False):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
                                       decoupled_weight_decay=decoupled_weight_decay, maximize=maximize,
                                       foreach=foreach, capturable=capturable, differentiable=differentiable))
 
-    def _init_state(self, p, group):
-        return {"step": _scalar(0), "exp_avg": _zeros(p), "exp_avg_sq": _zeros(p)}
 
-    def _update(self, p, grad, state, group, step):
-        (b1, b2), lr = group["betas"], group["lr"]
-        grad = self._decay(p, grad, group)
-        exp_avg, exp_avg_sq = self._moments(grad, state, b1, b2)
-        bc1, bc2 = 1 - b1 ** step, 1 - b2 ** step
-        corrected = exp_avg / bc1
-        rho_inf = 2 / (1 - b2) - 1
-        rho_t = rho_inf - 2 * step * (b2 ** step) / bc2
-        if rho_t > 5.0:  # the variance is tractable: rectified adaptive step
-            rect = math.sqrt((rho_t - 4) * (rho_t - 2) * rho_inf / ((rho_inf - 4) * (rho_inf - 2) * rho_t))
-            adaptive = math.sqrt(bc2) / (exp_avg_sq.sqrt() + group["eps"])
-            p.sub_(corrected * adaptive * (lr * rect))
-        else:
-            p.sub_(corrected * lr)
-
-
-class Adamax(_AdamFamily):
+class Adamax(_AdamChecks, _PythonOptimizer):
     def __init__(self, params, lr=2e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0, foreach=None, *,
                  maximize=False, differentiable=False, capturable=False):
         super().__init__(params, dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,

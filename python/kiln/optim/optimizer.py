@@ -20,7 +20,7 @@ class Optimizer:
     optimizer, as in torch) leave _kind None and implement step() over self.param_groups,
     keeping per-parameter state in self.state[p]."""
 
-    _kind = None  # "sgd", "adam", "adamw": the C++ optimizer behind it
+    _kind = None  # "sgd", "adam", "adamw", "adagrad", ...: the C++ optimizer behind it (python/csrc/optim.cc)
 
     def __init__(self, params, defaults):
         if isinstance(params, _C.Tensor):

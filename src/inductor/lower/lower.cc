@@ -160,6 +160,7 @@ Program Lowering::run() {
         case ops::OpFamily::SCAN: done = lower_scan(*this, *n); break;
         case ops::OpFamily::VIEW: done = lower_view(*this, *n); break;
         case ops::OpFamily::LAYOUT: done = lower_pad(*this, *n); break;
+        case ops::OpFamily::INDEXING: done = lower_gather(*this, *n) || lower_scatter_add(*this, *n); break;
         default: break;
       }
     }

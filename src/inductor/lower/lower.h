@@ -6,6 +6,8 @@
 //   arg_reduction.cc  argmax / argmin
 //   scan.cc       cumsum / cumprod / cummax / cummin
 //   pad.cc        constant_pad (a condition on the index, a clamped load)
+//   gather.cc     gather / index_select as indirect loads (the index's value picks the position);
+//                 scatter_add of a few positions per row as a where on the position
 //   views.cc      view prims as index arithmetic (view, broadcast_in_dim, permute, slice, ...)
 //   custom.cc     custom tile ops whose kernel is pointwise-shaped (the seed's vector_add)
 //   fallback.cc   everything else: an Extern running the node through the eager dispatcher
@@ -82,6 +84,8 @@ bool lower_custom(Lowering& L, const graph::Node& n);  // custom.cc: pointwise-s
 bool lower_arg_reduction(Lowering& L, const graph::Node& n);
 bool lower_scan(Lowering& L, const graph::Node& n);
 bool lower_pad(Lowering& L, const graph::Node& n);  // pad.cc: constant_pad as index math
+bool lower_gather(Lowering& L, const graph::Node& n);  // gather.cc: gather / index_select
+bool lower_scatter_add(Lowering& L, const graph::Node& n);  // gather.cc: scatter_add of a few positions per row
 void lower_extern(Lowering& L, const graph::Node& n);
 
 // fusion.cc: whether a reader should load v from a buffer instead of recomputing its function;

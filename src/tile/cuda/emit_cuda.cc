@@ -17,6 +17,7 @@
 #include <cctype>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "scalar/prelude.h"
@@ -265,6 +266,112 @@ __device__ inline float kiln_tile_atomic_add16(uint16_t* p, float v) {
   });
   return BF16 ? ks::bfloat16_to_float(was) : ks::float16_to_float(was);
 }
+
+// ---- dot on tensor cores (emit_cuda.cc, emit_dot)
+// An element index of a loop over a dot's result in the accumulator layout of mma.sync (see
+// begin_elements): its row-major index, and j, which of this thread's accumulators it is.
+struct kiln_tile_at {
+  int linear, j;
+  __device__ operator int() const { return linear; }
+};
+// A block in the accumulator layout: this thread's R elements, in registers (j folds to a
+// constant in the unrolled loops).
+template <class T, int R>
+struct kiln_tile_mma_regs {
+  T r[R];
+  __device__ T& operator[](kiln_tile_at at) { return r[at.j]; }
+};
+// A dot operand in shared memory: 16-bit elements, row-major in rows of ROW, each 16-byte
+// chunk (8 elements) at a swizzled place: chunk s of each 128-byte line at s ^ key, key the
+// row % 8 for rows of a multiple of 64 elements, the line % 8 for rows that divide 64 (else 0),
+// so the 8 rows an ldmatrix reads at one column fall in 8 different bank groups.
+template <int ROW>
+__device__ inline int kiln_tile_swizzle(int i) {
+  const int key = ROW % 64 == 0 ? i / ROW : 64 % ROW == 0 ? i >> 6 : 0;
+  return (i & ~63) | ((((i >> 3) ^ key) & 7) << 3) | (i & 7);
+}
+#if !defined(KILN_TILE_EMULATED)  // (the host emulation of the tests has its own)
+// 16 bytes global -> shared without registers (cp.async.cg: through L2 only); complete at
+// the next kiln_tile_cp_async_wait_all.
+__device__ inline void kiln_tile_cp_async16(uint16_t* dst, const uint16_t* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(unsigned(__cvta_generic_to_shared(dst))), "l"(src) : "memory");
+}
+__device__ inline void kiln_tile_cp_async_wait_all() { asm volatile("cp.async.wait_all;" ::: "memory"); }
+// The copies issued since the last commit form a group; wait<N>: all but the N newest groups done.
+__device__ inline void kiln_tile_cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ inline void kiln_tile_cp_async_wait() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+#endif
+template <bool BF16>
+struct kiln_tile_half_ref {
+  uint16_t* p;
+  __device__ operator float() const { return BF16 ? ks::bfloat16_to_float(*p) : ks::float16_to_float(*p); }
+  __device__ void operator=(float v) const { *p = BF16 ? ks::float_to_bfloat16(v) : ks::float_to_float16(v); }
+};
+template <bool BF16, int ROW>
+struct kiln_tile_smem16 {
+  uint16_t* p;
+  __device__ kiln_tile_half_ref<BF16> operator[](int i) const { return {p + kiln_tile_swizzle<ROW>(i)}; }
+  // A run of R (2, 4 or 8) elements from e, a multiple of R: one store (inside one chunk).
+  template <int R>
+  __device__ void store_run(int e, const float (&v)[R]) const {
+    unsigned w[R / 2];
+#pragma unroll
+    for (int k = 0; k < R / 2; ++k)
+      w[k] = BF16 ? unsigned(ks::float_to_bfloat16(v[2 * k])) | unsigned(ks::float_to_bfloat16(v[2 * k + 1])) << 16
+                  : unsigned(ks::float_to_float16(v[2 * k])) | unsigned(ks::float_to_float16(v[2 * k + 1])) << 16;
+    uint16_t* at = p + kiln_tile_swizzle<ROW>(e);
+    if constexpr (R == 8) *reinterpret_cast<uint4*>(at) = uint4{w[0], w[1], w[2], w[3]};
+    else if constexpr (R == 4) *reinterpret_cast<uint2*>(at) = uint2{w[0], w[1]};
+    else *reinterpret_cast<unsigned*>(at) = w[0];
+  }
+  // A run of 8 elements from e (a multiple of 8) loaded from the pointers p where m: one
+  // 16-byte cp.async (global -> shared, no registers) when the run is whole, contiguous and
+  // aligned; else element by element (other where masked), synchronously.
+  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other) const {
+    if (kiln_tile_whole_run(src, m, 16)) {
+      kiln_tile_cp_async16(p + kiln_tile_swizzle<ROW>(e), src[0]);
+    } else {
+      uint16_t* at = p + kiln_tile_swizzle<ROW>(e);  // (the run keeps its order inside its chunk)
+      const uint16_t o = BF16 ? ks::float_to_bfloat16(other) : ks::float_to_float16(other);
+#pragma unroll
+      for (int i = 0; i < 8; ++i) at[i] = m[i] ? *src[i] : o;
+    }
+  }
+};
+#if !defined(KILN_TILE_EMULATED)  // (the host emulation of the tests has its own)
+// N 8x8 matrices of 16-bit elements from shared memory, each row's 16 bytes at the address one
+// lane gives (matrix i: lanes 8i..8i+7); thread l gets row l/4, elements 2(l%4) and 2(l%4)+1
+// of each (transposed: column l/4, rows 2(l%4) and 2(l%4)+1).
+template <int N, bool TRANS>
+__device__ inline void kiln_tile_ldmatrix(unsigned* r, const uint16_t* row) {
+  const unsigned a = unsigned(__cvta_generic_to_shared(row));
+  if constexpr (N == 4 && TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (N == 4)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(a));
+  else if constexpr (TRANS)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];" : "=r"(r[0]), "=r"(r[1]) : "r"(a));
+}
+// c[16x8] += a[16x16] @ b[16x8] for the warp, f32 accumulators: a's fragment (4 registers of 2
+// elements: rows g and g+8, columns 2t.. and 2t+8..), b's (2: rows 2t.. and 2t+8.., column g)
+// and c's (rows g and g+8, columns 2t and 2t+1), g = lane / 4, t = lane % 4.
+template <bool BF16>
+__device__ inline void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b) {
+  if constexpr (BF16)
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  else
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+#endif
 )";
 
 // Bytes of an element of a block declared with C type `type`.
@@ -294,6 +401,7 @@ class CudaEmitter final : public CLikeEmitter {
     KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
                p.meta.num_warps, "; a thread block has 1 to 32 warps");
     choose_runs(p);
+    choose_mma(p);
     EmittedKernel k;
     k.source = emit(p);
     k.entry = cpu::entry_name(p);
@@ -337,12 +445,14 @@ class CudaEmitter final : public CLikeEmitter {
   // need constant indices), so that a thread's loads of several runs are in flight together.
   ElementIndex begin_elements(const std::vector<int64_t>& shape) override {
     if (serial_) return CLikeEmitter::begin_elements(shape);
+    loop_at_ = out().text().size();
+    loop_writes_memory_ = false;
+    loop_copies_ = false;
+    if (in_mma_layout(shape)) return begin_mma_elements();
     const int64_t n = numel(shape);
     const Layout l = layout(n);
     const int64_t runs = l.per_thread / l.run;
     const std::string v = std::to_string(l.run);
-    loop_at_ = out().text().size();
-    loop_writes_memory_ = false;
     if (runs > 1) out().line(runs <= kMaxRuns ? "#pragma unroll" : "#pragma unroll " + std::to_string(kMaxRuns));
     out().open("for (int _r = 0; _r < " + std::to_string(runs) + "; ++_r)");
     out().line("const int _e = (int(threadIdx.x) + _r * " + std::to_string(threads_) + ") * " + v + ";");
@@ -363,6 +473,13 @@ class CudaEmitter final : public CLikeEmitter {
     }
     ElementIndex e;
     const std::vector<int64_t> rm = row_major(shape);
+    // Where no run crosses a row (the last dim of size > 1 a multiple of the run), a run's
+    // indices are the run's start's but along that dim, + _v: so its addresses are visibly
+    // consecutive, and the run-wide access's tests fold to the first element's.
+    size_t last = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] > 1) last = d;
+    const bool by_row = l.run > 1 && last > 0 && shape[last] % l.run == 0;
     for (size_t d = 0; d < shape.size(); ++d) {
       if (shape[d] == 1) {
         e.dims.push_back("0");
@@ -370,6 +487,7 @@ class CudaEmitter final : public CLikeEmitter {
       }
       std::string at = rm[d] == 1 ? "_i" : "_i / " + std::to_string(rm[d]);
       if (d > 0) at = "(" + at + ") % " + std::to_string(shape[d]);
+      if (by_row) at = d == last ? "_e % " + std::to_string(shape[d]) + " + _v" : "_e / " + std::to_string(rm[d]) + (d > 0 ? " % " + std::to_string(shape[d]) : "");
       e.dims.push_back("(" + at + ")");
     }
     e.linear = "_i";
@@ -380,16 +498,23 @@ class CudaEmitter final : public CLikeEmitter {
     if (serial_) return CLikeEmitter::end_elements(shape);
     const int64_t n = numel(shape);
     const Layout l = layout(n);
-    if (l.run > 1) finish_run(l.run);
-    if (n % (l.run * threads_) != 0) out().close();
-    out().close();
+    if (in_mma_layout(shape)) {
+      out().close();
+    } else {
+      if (l.run > 1) finish_run(l.run);
+      if (n % (l.run * threads_) != 0) out().close();
+      out().close();
+    }
     // A loop that touches only registers (and reads global memory) needs no barrier after it.
+    if (loop_copies_) out().line("kiln_tile_cp_async_wait_all();");
     if (sync_after_ && (loop_writes_memory_ || uses_shared(out().text().substr(loop_at_)))) out().line("__syncthreads();");
+    if (loop_copies_) out().line(kCopyEnd);
     in_elements_ = false;
   }
   // A block only ever read at the thread's own elements lives in registers; any other in the
   // kernel's dynamic shared memory, each at its own offset.
   void declare_block(const std::string& name, const std::string& type, int64_t n) override {
+    if (!serial_ && mma_ && declare_mma_block(name, type, n)) return;
     if (!serial_ && in_registers(name)) {
       const Layout l = layout(n);
       out().line("kiln_tile_regs<" + type + ", " + std::to_string(l.per_thread) + ", " + std::to_string(l.run) + ", " +
@@ -411,6 +536,7 @@ class CudaEmitter final : public CLikeEmitter {
   // Each per-element loop ends with a barrier already (end_elements).
   void barrier() override {}
   void emit_program(const std::string& body) override;
+  std::string pipeline_loads(const std::string& body);
   void emit_reduce(const Op& op) override;
   void emit_scan(const Op& op) override;
   void emit_dot(const Op& op) override;
@@ -437,6 +563,35 @@ class CudaEmitter final : public CLikeEmitter {
     return {run, (n + run * threads_ - 1) / (run * threads_) * run};
   }
   void choose_runs(const Program& p);
+
+  // Dot on tensor cores. The dots of a kernel whose operands are f16/bf16 blocks (f32 results)
+  // of sizes mma.sync's m16n8k16 tiles divide run on tensor cores when they share one result
+  // shape [M, N]: the block's warps split it WM x WN, each warp an (M / WM) x (N / WN) tile of
+  // MT x NT mma tiles, each thread 4 accumulators of each (rows g and g + 8, columns 2t and
+  // 2t + 1 of it: g = lane / 4, t = lane % 4). Every loop over a block of that shape runs over
+  // the thread's accumulators in that layout (so a dot's result, the loop's carried accumulator
+  // and the store after the loop stay in registers, kiln_tile_mma_regs); the operands live in
+  // shared memory as 16-bit values (kiln_tile_smem16, swizzled), read with ldmatrix.
+  struct Mma {
+    std::vector<int64_t> shape;  // [M, N]
+    int64_t wm = 1, wn = 1;      // warps along M and N
+    int64_t mt = 1, nt = 1;      // m16 and n8 tiles per warp
+    int64_t per_thread() const { return mt * nt * 4; }
+  };
+  static constexpr int64_t kMaxAccumulators = 128;  // per thread
+  // Around an operand's declaration and its cp.async loop, for pipeline_loads (which removes them).
+  static constexpr const char* kCopyBegin = "// @@copy-begin@@";
+  static constexpr const char* kCopyEnd = "// @@copy-end@@";
+  void choose_mma(const Program& p);
+  bool in_mma_layout(const std::vector<int64_t>& shape) const { return mma_ && shape == mma_->shape; }
+  ElementIndex begin_mma_elements();
+  bool declare_mma_block(const std::string& name, const std::string& type, int64_t n);
+  bool in_mma_registers(const Value* v);
+  void emit_mma_dot(const Op& op);
+  std::optional<Mma> mma_;
+  std::set<const Op*> mma_dots_;
+  std::set<std::string> operand16_;  // the blocks of tensor-core operands (kiln_tile_smem16)
+  std::map<const Value*, const Value*> for_result_;  // a for's carried block -> its result
   void finish_run(int64_t run);
 
   // A load or store of a run's loop: its token in the loop's text, the pointer (loads) or the
@@ -450,16 +605,11 @@ class CudaEmitter final : public CLikeEmitter {
   // computed elementwise, every reader reads it at the reader's own element (elementwise ops of
   // its shape, a block-to-scalar reduction, a yield's copy), and it is unrolled fully.
   bool in_registers(const std::string& name) {
-    if (by_array_.empty())
-      walk(program().body, [&](const Op& op) {
-        for (const Value* r : op.results) by_array_[array_name(r)] = r;
-        for (const Value* v : op.operands) users_of_[v].push_back(&op);
-      });
-    auto it = by_array_.find(name);
-    if (it == by_array_.end()) return false;
-    const Value* v = it->second;
+    const Value* v = block_named(name);
+    if (!v) return false;
     const Layout l = layout(v->type.numel());
     if (l.per_thread > kMaxRuns * std::min<int64_t>(l.run, 4) || !v->def || !own_elements(v->def->code)) return false;
+    if (mma_ && v->type.shape == mma_->shape) return false;  // its loops are in the accumulator layout
     for (const Op* u : users_of_[v]) {
       const bool to_scalar = u->code == OpCode::Reduce && v->type.rank() == 1 && u->reduce != ReduceKind::Argmax &&
                              u->reduce != ReduceKind::Argmin;
@@ -467,16 +617,28 @@ class CudaEmitter final : public CLikeEmitter {
     }
     return true;
   }
+  // The value whose block is named `name` (an op's result or a for's carried block), or null.
+  const Value* block_named(const std::string& name) {
+    if (by_array_.empty())
+      walk(program().body, [&](const Op& op) {
+        for (const Value* r : op.results) by_array_[array_name(r)] = r;
+        if (op.code == OpCode::For)
+          for (size_t k = 1; k < op.regions[0].args.size(); ++k) by_array_[array_name(op.regions[0].args[k])] = op.regions[0].args[k];
+      });
+    auto it = by_array_.find(name);
+    return it == by_array_.end() ? nullptr : it->second;
+  }
   static bool own_elements(OpCode c) {
     return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
            c == OpCode::Store || c == OpCode::AtomicAdd;
   }
 
-  // Whether `code` indexes a block in shared memory.
+  // Whether `code` indexes a block in shared memory (name[...], or a run's name.store_run).
   bool uses_shared(const std::string& code) const {
     for (const std::string& name : shared_names_)
-      for (size_t at = 0; (at = code.find(name + "[", at)) != std::string::npos; at += name.size())
-        if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
+      for (const std::string& use : {name + "[", name + ".store_run(", name + ".copy_run("})
+        for (size_t at = 0; (at = code.find(use, at)) != std::string::npos; at += name.size())
+          if (at == 0 || !(std::isalnum(static_cast<unsigned char>(code[at - 1])) || code[at - 1] == '_')) return true;
     return false;
   }
 
@@ -491,6 +653,7 @@ class CudaEmitter final : public CLikeEmitter {
   mutable int next_access_ = 0;
   size_t loop_at_ = 0;                     // where the per-element loop being written starts
   mutable bool loop_writes_memory_ = false;  // it stores or has an atomic
+  bool loop_copies_ = false;                 // it issues cp.async copies (waited for at its end)
   std::vector<std::string> shared_names_;  // the blocks in shared memory
   int64_t shared_bytes_ = 0;
   std::map<std::string, const Value*> by_array_;
@@ -542,9 +705,34 @@ void CudaEmitter::choose_runs(const Program& p) {
 // element accesses: it cannot run twice.
 void CudaEmitter::finish_run(int64_t run) {
   in_run_ = false;
-  if (run_loads_.empty() && run_stores_.empty()) {
+  // The run's writes of a tensor-core operand (16-bit, in shared memory): one store per run.
+  std::vector<std::string> packed;
+  const std::string loop_text = out().text().substr(run_body_at_);
+  for (const std::string& name : operand16_)
+    if (!run_atomic_ && loop_text.find(" " + name + "[_i] = ") != std::string::npos) packed.push_back(name);
+  if (run_loads_.empty() && run_stores_.empty() && packed.empty()) {
     out().close();
     return;
+  }
+  // A loop that only loads a 16-bit operand (8-element runs) into its block: cp.async.
+  std::string copy_to, copy_other;
+  if (packed.size() == 1 && run_loads_.size() == 1 && run_stores_.empty() && run == 8) {
+    const Value* v = block_named(packed[0]);
+    const Op* load = v ? v->def : nullptr;
+    const Value* other = load && load->operands.size() > 2 ? load->operands[2] : nullptr;  // a number, where masked
+    bool only = load && load->code == OpCode::Load &&
+                (!other || !other->type.is_block() || (other->def && (other->def->code == OpCode::Constant || other->def->code == OpCode::Splat)));
+    const std::string body = loop_text;
+    for (size_t at = 0; only && at < body.size();) {  // nothing but declarations and the block's write
+      const size_t nl = body.find('\n', at);
+      const size_t end = nl == std::string::npos ? body.size() : nl + 1;
+      const std::string line = body.substr(at, end - at);
+      const size_t text_at = line.find_first_not_of(' ');
+      only = text_at == std::string::npos || line.compare(text_at, 6, "const ") == 0 ||
+             line.compare(text_at, packed[0].size() + 7, packed[0] + "[_i] = ") == 0;
+      at = end;
+    }
+    if (only) copy_to = packed[0], copy_other = other ? element(other, std::vector<std::string>(size_t(other->type.rank()), "0")) : "0.0f";
   }
   auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
@@ -573,13 +761,17 @@ void CudaEmitter::finish_run(int64_t run) {
     const std::string id = l.token.substr(4, l.token.size() - 6);
     w.line(l.type + "* _lp" + id + "[" + n + "];");
     w.line("bool _lm" + id + "[" + n + "] = {};");
-    w.line(l.type + " _lv" + id + "[" + n + "] = {};");
+    if (copy_to.empty()) w.line(l.type + " _lv" + id + "[" + n + "] = {};");
   }
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
     w.line(s.type + "* _sp" + id + "[" + n + "];");
     w.line("bool _sm" + id + "[" + n + "] = {};");
     w.line(s.type + " _sv" + id + "[" + n + "];");
+  }
+  for (size_t k = 0; k < packed.size(); ++k) {
+    w.line("float _pk" + std::to_string(k) + "[" + n + "];");
+    body = replace_all(body, " " + packed[k] + "[_i] = ", " _pk" + std::to_string(k) + "[_v] = ");
   }
   if (!run_loads_.empty()) {
     std::string addresses;
@@ -603,6 +795,12 @@ void CudaEmitter::finish_run(int64_t run) {
       body = replace_all(body, "*" + l.token, "_lv" + id + "[_v]");
     }
     loop(addresses);
+    if (!copy_to.empty()) {
+      const std::string id = run_loads_[0].token.substr(4, run_loads_[0].token.size() - 6);
+      w.line(copy_to + ".copy_run(_e, _lp" + id + ", _lm" + id + ", " + copy_other + ");");
+      loop_copies_ = true;
+      return;
+    }
     for (const RunAccess& l : run_loads_) {
       const std::string id = l.token.substr(4, l.token.size() - 6);
       w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
@@ -633,9 +831,117 @@ void CudaEmitter::finish_run(int64_t run) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
     w.line("kiln_tile_vstore(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
   }
+  for (size_t k = 0; k < packed.size(); ++k) w.line(packed[k] + ".store_run(_e, _pk" + std::to_string(k) + ");");
 }
 
-void CudaEmitter::emit_program(const std::string& body) {
+// Software pipelining of a for loop's tensor-core operand loads by num_stages (S): a loop whose
+// body starts with scalars and the operands' cp.async loops (copy-begin .. copy-end: the
+// declaration, the loop, its wait and barrier) gets S copies of the kernel's shared memory, one
+// stage each; the copies of the first S - 1 iterations are issued before the loop, and each
+// iteration issues those of iteration + S - 1 (into the stage the previous one has finished
+// reading: the barrier after its dot), then waits for its own (cp.async.wait_group S - 1) and
+// computes on its stage. Any other shape is left as it is (each iteration waits for its loads).
+std::string CudaEmitter::pipeline_loads(const std::string& body) {
+  std::vector<std::string> lines;
+  for (size_t at = 0; at < body.size();) {
+    size_t nl = body.find('\n', at);
+    if (nl == std::string::npos) nl = body.size();
+    lines.push_back(body.substr(at, nl - at));
+    at = nl + 1;
+  }
+  auto trimmed = [](const std::string& l) { return l.substr(std::min(l.size(), l.find_first_not_of(' '))); };
+  auto indent = [](const std::string& l) { return l.find_first_not_of(' '); };
+  auto join = [&](const std::vector<std::string>& ls) {
+    std::string t;
+    for (const std::string& l : ls)
+      if (trimmed(l) != kCopyBegin && trimmed(l) != kCopyEnd) t += l + "\n";
+    return t;
+  };
+  const int S = program().meta.num_stages;
+  size_t b = 0;
+  while (b < lines.size() && trimmed(lines[b]) != kCopyBegin) ++b;
+  if (S < 2 || b == lines.size() || shared_bytes_ * S > kMaxSharedBytes) return join(lines);
+  const size_t in = indent(lines[b]);
+  size_t h = b;  // the body's first line: after the for's header, its comment and scalars
+  while (h > 0 && indent(lines[h - 1]) == in && (trimmed(lines[h - 1]).rfind("const ", 0) == 0 || trimmed(lines[h - 1]).rfind("// for", 0) == 0))
+    --h;
+  if (h == 0 || in < 2 || indent(lines[h - 1]) != in - 2) return join(lines);
+  // for (T X = LO; X < HI; X += STEP) {
+  const std::string header = trimmed(lines[h - 1]);
+  const size_t eq = header.find(" = "), semi = header.find("; "), lt = header.find(" < "), semi2 = header.find("; ", semi + 2),
+               inc = header.find(" += ");
+  if (header.rfind("for (", 0) != 0 || eq == std::string::npos || semi == std::string::npos || lt == std::string::npos ||
+      semi2 == std::string::npos || inc == std::string::npos || header.size() < 3 || header.compare(header.size() - 3, 3, ") {") != 0)
+    return join(lines);
+  const std::string decl = header.substr(5, eq - 5);  // "T X"
+  const std::string X = decl.substr(decl.rfind(' ') + 1), lo = header.substr(eq + 3, semi - eq - 3);
+  const std::string hi = header.substr(lt + 3, semi2 - lt - 3), step = header.substr(inc + 4, header.size() - 3 - inc - 4);
+  if (header.substr(semi + 2, lt - semi - 2) != X) return join(lines);
+  std::vector<std::string> scalars, copies, decls;
+  for (size_t i = h; i < b; ++i)
+    if (trimmed(lines[i]).rfind("// for", 0) != 0) scalars.push_back(lines[i]);
+  size_t i = b;
+  const std::string stage_bytes = std::to_string(shared_bytes_);
+  while (i < lines.size() && trimmed(lines[i]) == kCopyBegin) {
+    // the declaration, at its stage: kiln_tile_smem + OFF) -> kiln_tile_smem + OFF + _stage * bytes)
+    if (i + 1 >= lines.size() || lines[i + 1].find("kiln_tile_smem16<") == std::string::npos) return join(lines);
+    std::string d = lines[i + 1];
+    const size_t off = d.find("kiln_tile_smem + "), close = d.find(')', off);
+    if (off == std::string::npos || close == std::string::npos) return join(lines);
+    d = d.substr(0, close) + " + _stage * " + stage_bytes + d.substr(close);
+    decls.push_back(d);
+    copies.push_back(d);
+    size_t e = i + 2;
+    while (e < lines.size() && trimmed(lines[e]) != kCopyEnd && trimmed(lines[e]) != kCopyBegin) ++e;
+    if (e >= lines.size() || trimmed(lines[e]) != kCopyEnd || trimmed(lines[e - 1]) != "__syncthreads();" ||
+        trimmed(lines[e - 2]) != "kiln_tile_cp_async_wait_all();")
+      return join(lines);
+    copies.insert(copies.end(), lines.begin() + long(i) + 2, lines.begin() + long(e) - 2);  // the loop
+    i = e + 1;
+  }
+  size_t end = i;  // the for's closing brace
+  while (end < lines.size() && !(indent(lines[end]) == in - 2 && trimmed(lines[end]) == "}")) ++end;
+  if (end == lines.size()) return join(lines);
+  for (size_t k = i; k < end; ++k)
+    if (trimmed(lines[k]) == kCopyBegin) return join(lines);  // other copies in the loop
+  shared_bytes_ *= S;
+  const std::string pad(in - 2, ' '), ss = std::to_string(S);
+  std::vector<std::string> o(lines.begin(), lines.begin() + long(h) - 1);
+  auto issue = [&](const std::string& at, const std::string& stage) {  // the copies of iteration `at`
+    o.push_back(pad + "  {");
+    o.push_back(pad + "    const " + decl + " = " + at + ";");
+    o.push_back(pad + "    const int _stage = " + stage + ";");
+    o.push_back(pad + "    if (" + X + " < " + hi + ") {");
+    o.insert(o.end(), scalars.begin(), scalars.end());
+    o.insert(o.end(), copies.begin(), copies.end());
+    o.push_back(pad + "    }");
+    o.push_back(pad + "  }");
+    o.push_back(pad + "  kiln_tile_cp_async_commit();");
+  };
+  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + std::to_string(S - 1) +
+              " iterations' issued here");
+  o.push_back(pad + "int _pipe_it = 0;");
+  o.push_back(pad + "#pragma unroll");
+  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + std::to_string(S - 1) + "; ++_pipe_s) {");
+  issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
+  o.push_back(pad + "}");
+  o.push_back(lines[h - 1]);
+  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read");
+  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + std::to_string(S - 1) + " * (" + step + ");");
+  issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
+  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1) + ">();  // this iteration's");
+  o.push_back(pad + "  __syncthreads();");
+  o.push_back(pad + "  const int _stage = _pipe_it % " + ss + ";");
+  for (size_t k = h; k < b; ++k) o.push_back(lines[k]);
+  o.insert(o.end(), decls.begin(), decls.end());
+  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(end));
+  o.push_back(pad + "  ++_pipe_it;");
+  o.insert(o.end(), lines.begin() + long(end), lines.end());
+  return join(o);
+}
+
+void CudaEmitter::emit_program(const std::string& unpipelined) {
+  const std::string body = pipeline_loads(unpipelined);
   const Program& p = program();
   std::string meta;
   for (const auto& [n, v] : p.meta.constexprs) meta += (meta.empty() ? "" : ", ") + n + "=" + v.str();
@@ -749,7 +1055,169 @@ void CudaEmitter::emit_scan(const Op& op) {
   out().line("__syncthreads();");
 }
 
+void CudaEmitter::choose_mma(const Program& p) {
+  walk(p.body, [&](const Op& op) {  // (what in_registers reads too)
+    for (const Value* v : op.operands) users_of_[v].push_back(&op);
+    if (op.code == OpCode::For)
+      for (size_t k = 0; k < op.results.size(); ++k) for_result_[op.regions[0].args[k + 1]] = op.results[k];
+  });
+  // An operand qualifies when a loop writes it (its own elements) and only tensor-core dots read it.
+  auto operand = [&](const Value* v) {
+    if (!v->def || !own_elements(v->def->code)) return false;
+    for (const Op* u : users_of_[v])
+      if (u->code != OpCode::Dot || u->operands[2] == v) return false;
+    return true;
+  };
+  walk(p.body, [&](const Op& op) {
+    if (op.code != OpCode::Dot) return;
+    const Value *a = op.operands[0], *b = op.operands[1];
+    const DType d = a->type.dtype;
+    const std::vector<int64_t>& rs = op.result()->type.shape;
+    const int64_t M = rs[0], N = rs[1], K = a->type.shape[1];
+    if ((d != kBFloat16 && d != kFloat16) || b->type.dtype != d || op.result()->type.dtype != kFloat32) return;
+    if (M % 16 || N % 8 || K % 16 || !operand(a) || !operand(b)) return;
+    if (mma_ && mma_->shape != rs) return;  // one accumulator layout per kernel
+    if (!mma_) {
+      // The warps' split whose warp tiles are squarest (fewest operand reads per mma).
+      const int64_t warps = threads_ / 32;
+      std::optional<Mma> best;
+      for (int64_t wm = 1; wm <= warps; ++wm) {
+        const int64_t wn = warps / wm;
+        if (warps % wm || M % (16 * wm) || N % (8 * wn)) continue;
+        const Mma m{rs, wm, wn, M / wm / 16, N / wn / 8};
+        if (m.per_thread() > kMaxAccumulators) continue;
+        if (!best || std::abs(M / wm - N / wn) < std::abs(M / best->wm - N / best->wn)) best = m;
+      }
+      if (!best) return;
+      mma_ = best;
+    }
+    mma_dots_.insert(&op);
+  });
+  // A dot reading an operand another (scalar) dot also reads stays scalar too: they share its storage.
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const Op* dot : std::set<const Op*>(mma_dots_))
+      for (int i = 0; i < 2; ++i)
+        for (const Op* u : users_of_[dot->operands[i]])
+          if (!mma_dots_.count(u)) changed = mma_dots_.erase(dot) > 0;
+  }
+  if (mma_dots_.empty()) mma_.reset();
+}
+
+// This thread's accumulators, in the order of kiln_tile_mma_m16n8k16's c: j = (m * NT + n) * 4 + q.
+CLikeEmitter::ElementIndex CudaEmitter::begin_mma_elements() {
+  const Mma& m = *mma_;
+  const std::string N = std::to_string(m.shape[1]);
+  out().line("#pragma unroll");
+  out().open("for (int _j = 0; _j < " + std::to_string(m.per_thread()) + "; ++_j)");
+  out().line("const int _row = int(threadIdx.x >> 5) / " + std::to_string(m.wn) + " * " + std::to_string(m.shape[0] / m.wm) +
+             " + _j / " + std::to_string(m.nt * 4) + " * 16 + int(threadIdx.x & 31) / 4 + (_j & 2) * 4;");
+  out().line("const int _col = int(threadIdx.x >> 5) % " + std::to_string(m.wn) + " * " + std::to_string(m.shape[1] / m.wn) +
+             " + _j / 4 % " + std::to_string(m.nt) + " * 8 + int(threadIdx.x & 3) * 2 + (_j & 1);");
+  out().line("const kiln_tile_at _i{_row * " + N + " + _col, _j};");
+  in_elements_ = true;
+  return {{"_row", "_col"}, "_i"};
+}
+
+// A block of the accumulators' shape in registers where it may be; a tensor-core operand as
+// 16-bit values in shared memory. False: declared as any other block.
+bool CudaEmitter::declare_mma_block(const std::string& name, const std::string& type, int64_t n) {
+  const Value* v = block_named(name);
+  if (!v) return false;
+  if (v->type.shape == mma_->shape && in_mma_registers(v)) {
+    out().line("kiln_tile_mma_regs<" + type + ", " + std::to_string(mma_->per_thread()) + "> " + name + ";");
+    return true;
+  }
+  for (const Op* dot : mma_dots_) {
+    if (dot->operands[0] != v && dot->operands[1] != v) continue;
+    const int64_t at = shared_bytes_;
+    shared_names_.push_back(name);
+    shared_bytes_ += (n * 2 + 15) / 16 * 16;
+    if (shared_bytes_ > kMaxSharedBytes) return false;  // (declared as a block: its error)
+    operand16_.insert(name);
+    out().line(kCopyBegin);
+    out().line("const kiln_tile_smem16<" + std::string(v->type.dtype == kBFloat16 ? "true" : "false") + ", " +
+               std::to_string(v->type.shape.back()) + "> " + name + "{reinterpret_cast<uint16_t*>(kiln_tile_smem + " +
+               std::to_string(at) + ")};");
+    return true;
+  }
+  return false;
+}
+
+// Whether a block of the accumulators' shape (and, for a loop's carried block, the loop's
+// result) is only ever read and written at each thread's own elements: by elementwise ops,
+// yields, as a loop's initial value and as a tensor-core dot's accumulator.
+bool CudaEmitter::in_mma_registers(const Value* v) {
+  if (v->def && v->def->code == OpCode::Scan) return false;
+  std::vector<const Value*> same = {v};
+  if (auto it = for_result_.find(v); it != for_result_.end()) same.push_back(it->second);
+  for (const Value* x : same)
+    for (const Op* u : users_of_[x]) {
+      const bool acc = mma_dots_.count(u) && u->operands[2] == x && u->operands[0] != x && u->operands[1] != x;
+      if (!own_elements(u->code) && u->code != OpCode::Yield && u->code != OpCode::For && !acc) return false;
+    }
+  return true;
+}
+
+// r = acc + a @ b on tensor cores: the accumulators from acc, then per k16 step each warp's
+// fragments of a (ldmatrix) and b (ldmatrix.trans: b is k-major in shared memory) and an mma
+// per m16 x n8 tile, then the accumulators into r.
+void CudaEmitter::emit_mma_dot(const Op& op) {
+  const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];
+  const Value* r = op.result();
+  const Mma& m = *mma_;
+  const std::vector<int64_t>& shape = r->type.shape;
+  const int64_t K = a->type.shape[1], N = shape[1];
+  const std::string mt = std::to_string(m.mt), nt = std::to_string(m.nt);
+  out().line("// dot [" + std::to_string(shape[0]) + ", " + std::to_string(K) + "] @ [" + std::to_string(K) + ", " +
+             std::to_string(N) + "] on tensor cores (mma.sync m16n8k16, " + short_name(a->type.dtype) + " -> f32): " +
+             std::to_string(m.wm) + " x " + std::to_string(m.wn) + " warps, each " + mt + " x " + nt + " tiles" +
+             origin_suffix(op));
+  const std::string res = array_name(r);
+  declare(r, res);
+  out().open("");
+  out().line("float _c[" + std::to_string(m.per_thread()) + "];");
+  ElementIndex e = begin_elements(shape);
+  out().line("_c[_j] = " + element(acc, e.dims, e.linear) + ";");
+  end_elements(shape);
+  out().line("const int _lane = int(threadIdx.x & 31);");
+  out().line("const int _wrow = int(threadIdx.x >> 5) / " + std::to_string(m.wn) + " * " + std::to_string(shape[0] / m.wm) +
+             ", _wcol = int(threadIdx.x >> 5) % " + std::to_string(m.wn) + " * " + std::to_string(N / m.wn) + ";");
+  const std::string bf = a->type.dtype == kBFloat16 ? "true" : "false";
+  out().line("#pragma unroll");
+  out().open("for (int _k = 0; _k < " + std::to_string(K) + "; _k += 16)");
+  out().line("unsigned _fa[" + mt + "][4], _fb[" + std::to_string(m.nt * 2) + "];");
+  out().line("#pragma unroll");
+  out().line("for (int _m = 0; _m < " + mt + "; ++_m) kiln_tile_ldmatrix<4, false>(_fa[_m], &" + array_name(a) +
+             ".p[kiln_tile_swizzle<" + std::to_string(K) + ">((_wrow + _m * 16 + (_lane & 15)) * " + std::to_string(K) +
+             " + _k + (_lane >> 4) * 8)]);");
+  auto b_rows = [&](const std::string& n) {  // lane l gives row _k + l % 16, columns n.. (+ 8 for l >= 16 in an x4)
+    return "&" + array_name(b) + ".p[kiln_tile_swizzle<" + std::to_string(N) + ">((_k + (_lane & 15)) * " +
+           std::to_string(N) + " + _wcol + " + n + ")]";
+  };
+  if (m.nt >= 2) {
+    out().line("#pragma unroll");
+    out().line("for (int _n = 0; _n + 1 < " + nt + "; _n += 2) kiln_tile_ldmatrix<4, true>(&_fb[_n * 2], " +
+               b_rows("_n * 8 + (_lane >> 4) * 8") + ");");
+  }
+  if (m.nt % 2) out().line("kiln_tile_ldmatrix<2, true>(&_fb[" + std::to_string(m.nt * 2 - 2) + "], " + b_rows(std::to_string((m.nt - 1) * 8)) + ");");
+  out().line("#pragma unroll");
+  out().open("for (int _m = 0; _m < " + mt + "; ++_m)");
+  out().line("#pragma unroll");
+  out().line("for (int _n = 0; _n < " + nt + "; ++_n) kiln_tile_mma_m16n8k16<" + bf + ">(&_c[(_m * " + nt +
+             " + _n) * 4], _fa[_m], &_fb[_n * 2]);");
+  out().close();
+  out().close();
+  out().line("__syncthreads();  // the operands are read (a later loop may write them)");
+  e = begin_elements(shape);
+  out().line(res + "[_i] = _c[_j];");
+  end_elements(shape);
+  out().close();
+  set_access(r, Access::array(res, row_major(shape)));
+}
+
 void CudaEmitter::emit_dot(const Op& op) {
+  if (mma_dots_.count(&op)) return emit_mma_dot(op);
   // Each output element by one thread, summed along K in order (as the CPU backend: the same
   // fused multiply-adds in the same order give the same result).
   const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];

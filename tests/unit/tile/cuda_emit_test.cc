@@ -16,6 +16,8 @@
 #include "tile/cuda/kernel.h"
 #include "tile/passes/passes.h"
 #include "support/golden.h"
+#include "support/test_util.h"
+#include "tests/unit/tile/cuda_cases.h"
 #include "tests/unit/tile/cuda_kernels.h"
 
 namespace kiln::tile {
@@ -128,6 +130,61 @@ TEST(TileCudaEmit, LoadsAndStoresAre16BytesWide) {
   // bf16 kernels take runs of 8 elements (16 bytes), f32 ones runs of 4.
   EXPECT_NE(cuda::emit_kernel(prepared(ks[0])).source.find("* 8;"), std::string::npos);
   EXPECT_NE(cuda::emit_kernel(prepared(ks[2])).source.find("_r * 128) * 4;"), std::string::npos);
+}
+
+// A bf16 dot whose tiles m16n8k16 divides runs on tensor cores: the warps split the 128 x 128
+// tile 2 x 4, the accumulators stay in registers (only the operands, 2 x 8 KB of bf16 per
+// stage, are in shared memory), the operands are copied with cp.async, pipelined over
+// num_stages (3: the first 2 iterations' copies before the loop), and the PTX has the mmas and
+// the ldmatrix loads of both operands (b's transposed); with num_stages=1 each iteration waits
+// for its own copies; an f32 dot (the seed's matmul) keeps its scalar loop.
+TEST(TileCudaEmit, Bf16DotRunsOnTensorCores) {
+  const cuda::EmittedKernel k = cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 128, 32, 8); }}));
+  EXPECT_EQ(k.shared_bytes, 3 * 2 * 128 * 32 * 2);
+  EXPECT_NE(k.source.find("on tensor cores (mma.sync m16n8k16, bf16 -> f32): 2 x 4 warps, each 4 x 4 tiles"), std::string::npos)
+      << k.source;
+  EXPECT_NE(k.source.find("kiln_tile_mma_regs<float, 64>"), std::string::npos);
+  EXPECT_NE(k.source.find("pipelined over 3 stages"), std::string::npos);
+  EXPECT_EQ(kiln::test::count_occurrences(k.source, ".copy_run(_e, "), 4);  // a and b, before and in the loop
+  EXPECT_EQ(k.source.find("@@"), std::string::npos);
+  const cuda::EmittedKernel unpipelined = cuda::emit_kernel(prepared({"mm1", [] {
+    Program p = gpu_bench::matmul(128, 128, 32, 8);
+    p.meta.num_stages = 1;
+    return p;
+  }}));
+  EXPECT_EQ(unpipelined.shared_bytes, 2 * 128 * 32 * 2);
+  EXPECT_EQ(kiln::test::count_occurrences(unpipelined.source, "kiln_tile_cp_async_wait_all();"), 2);
+  EXPECT_EQ(unpipelined.source.find("_stage"), std::string::npos);
+  const cuda::EmittedKernel f32 = cuda::emit_kernel(prepared({"matmul", [] { return test::matmul(32, 32, 16); }}));
+  EXPECT_EQ(f32.source.find("mma"), std::string::npos);
+  EXPECT_NE(f32.source.find("for (int _k = 0; _k < 16; ++_k) _c = fmaf("), std::string::npos) << f32.source;
+
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  const std::string ptx = nvrtc::compile(cuda::translation_unit({k}), "mm.cu", "compute_90a", {"-std=c++17"}).binary;
+  const std::string body = ptx.substr(ptx.find(".entry " + k.entry));
+  // Per k16 step of BK = 32: 4 x 4 mmas, 4 ldmatrix.x4 of a, 2 ldmatrix.x4.trans of b.
+  EXPECT_EQ(kiln::test::count_occurrences(body, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"), 32);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "ldmatrix.sync.aligned.m8n8.x4.shared.b16"), 8);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"), 4);
+  // 2 runs of a and of b per thread: 2 x 4 copies for the first 2 iterations, 4 in the loop.
+  EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.cg.shared.global"), 12);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.wait_group 2"), 1);
+}
+
+// The benchmark's matmul kernel is a matmul whose grouped tile order covers every tile once: on
+// the CPU backend at 10 x 3 tiles (a group of 8 tile rows, then a short one of 2) against eager
+// matmul (the CUDA cases compare with the same kernel on the CPU, which cannot see that).
+TEST(TileCudaEmit, BenchMatmulCoversEveryTileInGroupedOrder) {
+  const int64_t M = 160, N = 48, K = 40;
+  Tensor a = randn({M, K}).to(kBFloat16), b = randn({K, N}).to(kBFloat16), c = zeros({M, N}, kBFloat16);
+  std::vector<cpu::Arg> args;
+  args.emplace_back(a);
+  args.emplace_back(b);
+  args.emplace_back(c);
+  for (int64_t v : {M, N, K}) args.emplace_back(v);
+  cpu::compile(gpu_bench::matmul(16, 16, 16, 4)).launch(cpu::Grid(10 * 3), args);
+  test::expect_near(c, kiln::matmul(a.to(kFloat32), b.to(kFloat32)).to(kBFloat16), 8e-3, "bench matmul");
 }
 
 // The code generator's kernels for the graphs of tests/golden/kernels/ (what the CPU goldens show

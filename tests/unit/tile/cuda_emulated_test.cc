@@ -38,6 +38,15 @@ static kiln_emu_dim3 gridDim, blockDim;
 alignas(16) static unsigned char kiln_tile_smem[232448];
 static pthread_barrier_t kiln_emu_barrier;
 static inline void __syncthreads() { pthread_barrier_wait(&kiln_emu_barrier); }
+// Tensor cores (the PTX ISA's fragment layouts): each lane's registers or row address through
+// a slot per thread; declared here, defined after the prelude (kEmulationAfter).
+#define KILN_TILE_EMULATED 1
+static inline void kiln_tile_cp_async16(uint16_t* dst, const uint16_t* src) { std::memcpy(dst, src, 16); }
+static inline void kiln_tile_cp_async_wait_all() {}
+static inline void kiln_tile_cp_async_commit() {}
+template <int N> static inline void kiln_tile_cp_async_wait() {}
+template <int N, bool TRANS> static void kiln_tile_ldmatrix(unsigned* r, const uint16_t* row);
+template <bool BF16> static void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b);
 static unsigned long long kiln_emu_lane[1024];
 template <class T>
 static inline T kiln_emu_exchange(T v, unsigned from) {
@@ -89,6 +98,47 @@ static void kiln_emu_launch(const int64_t* grid, unsigned threads, F block) {
 }
 )";
 
+const char* kEmulationAfter = R"(
+static const uint16_t* kiln_emu_rows[1024];
+template <int N, bool TRANS>
+static void kiln_tile_ldmatrix(unsigned* r, const uint16_t* row) {
+  const unsigned l = threadIdx.x & 31, w = threadIdx.x & ~31u;
+  kiln_emu_rows[threadIdx.x] = row;
+  __syncthreads();
+  for (unsigned i = 0; i < unsigned(N); ++i) {
+    unsigned lo, hi;
+    if (TRANS) {  // column l / 4, rows 2 (l % 4) and 2 (l % 4) + 1 of matrix i
+      lo = kiln_emu_rows[w + 8 * i + 2 * (l % 4)][l / 4];
+      hi = kiln_emu_rows[w + 8 * i + 2 * (l % 4) + 1][l / 4];
+    } else {  // row l / 4, columns 2 (l % 4) and 2 (l % 4) + 1
+      lo = kiln_emu_rows[w + 8 * i + l / 4][2 * (l % 4)];
+      hi = kiln_emu_rows[w + 8 * i + l / 4][2 * (l % 4) + 1];
+    }
+    r[i] = lo | hi << 16;
+  }
+  __syncthreads();
+}
+static unsigned kiln_emu_frag[1024][6];
+template <bool BF16>
+static void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b) {
+  const unsigned l = threadIdx.x & 31, w = threadIdx.x & ~31u;
+  for (int i = 0; i < 4; ++i) kiln_emu_frag[threadIdx.x][i] = a[i];
+  for (int i = 0; i < 2; ++i) kiln_emu_frag[threadIdx.x][4 + i] = b[i];
+  __syncthreads();
+  auto half = [](unsigned reg, unsigned k) {
+    const uint16_t h = uint16_t(k % 2 ? reg >> 16 : reg & 0xffffu);
+    return BF16 ? ks::bfloat16_to_float(h) : ks::float16_to_float(h);
+  };
+  auto A = [&](unsigned row, unsigned k) { return half(kiln_emu_frag[w + row % 8 * 4 + k % 8 / 2][row / 8 + 2 * (k / 8)], k); };
+  auto B = [&](unsigned k, unsigned n) { return half(kiln_emu_frag[w + n * 4 + k % 8 / 2][4 + k / 8], k); };
+  for (unsigned q = 0; q < 4; ++q) {
+    const unsigned row = l / 4 + (q / 2) * 8, col = 2 * (l % 4) + q % 2;
+    for (unsigned k = 0; k < 16; ++k) c[q] = std::fma(A(row, k), B(k, col), c[q]);
+  }
+  __syncthreads();
+}
+)";
+
 // The parameter types of an emitted entry point, from its signature.
 std::vector<std::string> param_types(const cuda::EmittedKernel& k) {
   const size_t open = k.source.find(k.entry + "(") + k.entry.size() + 1;
@@ -129,7 +179,7 @@ TEST(TileCudaEmulated, EveryKernelMatchesTheCpuBackend) {
   std::string tu = cuda::translation_unit(emitted);
   const std::string smem = "extern __shared__ __align__(16) unsigned char kiln_tile_smem[];";
   for (size_t at; (at = tu.find(smem)) != std::string::npos;) tu.erase(at, smem.size());  // the emulation's global
-  std::shared_ptr<cpu::Library> lib = cpu::compile_source(kEmulation + tu + runners, "cuda_emulated");
+  std::shared_ptr<cpu::Library> lib = cpu::compile_source(kEmulation + tu + kEmulationAfter + runners, "cuda_emulated");
 
   for (const test::Case& c : test::cases()) {
     SCOPED_TRACE(c.kernel);

@@ -135,6 +135,10 @@ inline std::vector<NamedKernel> cuda_kernels() {
       {"bench_layernorm", [] { return renamed(gpu_bench::layernorm(1024), "bench_layernorm"); }},
       {"bench_rmsnorm", [] { return renamed(gpu_bench::rmsnorm(1024), "bench_rmsnorm"); }},
       {"bench_cross_entropy", [] { return renamed(gpu_bench::cross_entropy(1000, 2, 256), "bench_cross_entropy"); }},
+      // dot on tensor cores: the benchmark's tile (8 warps, 2 x 4 of 64 x 32) and a smaller one
+      // (4 warps, 2 x 2 of 32 x 16; an odd count of n8 tiles per warp at BN = 24).
+      {"bench_matmul", [] { return renamed(gpu_bench::matmul(128, 128, 32, 8), "bench_matmul"); }},
+      {"matmul_bf16_small", [] { return renamed(gpu_bench::matmul(64, 48, 16, 4), "matmul_bf16_small"); }},
   };
 }
 
