@@ -10,7 +10,10 @@ with the cache the first one filled gives the warm first call. Times are the med
 after warm-ups, on random inputs. The table gives, per row: median ms, the ratio to the peer's best
 mode (PyTorch eager or torch.compile; < 1: faster than the peer), for memory-bound workloads the
 fraction of the machine's memcpy bandwidth (measured in this run) achieved on the bytes the workload
-must read and write, GFLOP/s for matmul-bound ones, and the cold / warm first-call seconds.
+must read and write, GFLOP/s for matmul-bound ones, the cold / warm first-call seconds, and for
+compiled modes what the first call costs beyond a steady call (first call - median call): the cold
+compile ("cold +s") and the warm start ("warm +ms": a fresh process, the cache filled), the figures
+issue 11's bars name (the first call also runs the function once, and touches fresh memory).
 matmul also runs as one cblas_sgemm call into the same OpenBLAS ("openblas direct", the bar for kiln's
 matmul). --quick: fewer timed calls. Both libraries use every core (KILN_IGNORE_LOAD=1 unless set). --markdown FILE: also writes the table as
 markdown (what BENCHMARKS.md keeps).
@@ -255,7 +258,7 @@ def main():
     modes = [("kiln", "eager")] + [("kiln", "compile:" + b) for b in backends] + [("torch", "eager"), ("torch", "compile")]
     rows = []
     header = (f"{'workload':<15} {'mode':<24} {'median ms':>10} {'x peer best':>11} {'% memcpy':>9} {'GFLOP/s':>8} "
-              f"{'cold s':>7} {'warm s':>7}")
+              f"{'cold s':>7} {'warm s':>7} {'cold +s':>7} {'warm +ms':>8}")
     print(header)
     for name in names:
         reps = a.reps or ((3 if a.quick else 10) if name == "gpt_tiny_train" else (5 if a.quick else 20))
@@ -275,6 +278,9 @@ def main():
                 row["ratio"] = r["median_ms"] / best if best else None
                 row["memcpy_frac"] = r["bytes"] / s / bw if r["bytes"] and not r["flops"] else None
                 row["gflops"] = r["flops"] / s / 1e9 if r["flops"] else None
+                if mode.startswith("compile"):
+                    row["cold_over_s"] = r["first_call_s"] - s
+                    row["warm_over_ms"] = (r["warm_s"] - s) * 1e3 if r.get("warm_s") is not None else None
             rows.append(row)
             print(format_row(row), flush=True)
         if name == "matmul" and all("median_ms" in results.get(k, {}) for k in [("kiln", "eager"), ("openblas", "direct")]):
@@ -297,22 +303,24 @@ def format_row(r):
         return f"{r['workload']:<15} {r['mode']:<24} error: {r['error'][:120]}"
     pct = r["memcpy_frac"] * 100 if r.get("memcpy_frac") is not None else None
     return (f"{r['workload']:<15} {r['mode']:<24} {r['median_ms']:10.2f} {fmt(r.get('ratio'), '11.2f')} {fmt(pct, '8.0f')}  "
-            f"{fmt(r.get('gflops'), '8.1f')} {r['first_call_s']:7.2f} {fmt(r.get('warm_s'), '7.2f')}")
+            f"{fmt(r.get('gflops'), '8.1f')} {r['first_call_s']:7.2f} {fmt(r.get('warm_s'), '7.2f')} "
+            f"{fmt(r.get('cold_over_s'), '7.2f')} {fmt(r.get('warm_over_ms'), '8.0f')}")
 
 
 def markdown(rows, bw, torch_version, quick):
     out = [f"Measured {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC on {machine()}, "
            f"PyTorch {torch_version}, memcpy {bw / 1e9:.1f} GB/s; command: "
            f"`PYTHONPATH=python python3 bench/cpu.py{' --quick' if quick else ''}`.", "",
-           "| workload | mode | median ms | x peer best | % memcpy | GFLOP/s | cold first call s | warm first call s |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| workload | mode | median ms | x peer best | % memcpy | GFLOP/s | cold first call s | warm first call s | cold compile s (first - median) | warm start ms (first - median) |",
+           "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         if "error" in r:
-            out.append(f"| {r['workload']} | {r['mode']} | error: {r['error'][:80]} | | | | | |")
+            out.append(f"| {r['workload']} | {r['mode']} | error: {r['error'][:80]} | | | | | | | |")
             continue
         pct = r["memcpy_frac"] * 100 if r.get("memcpy_frac") is not None else None
         out.append(f"| {r['workload']} | {r['mode']} | {r['median_ms']:.2f} | {fmt(r.get('ratio'), '.2f')} | "
-                   f"{fmt(pct, '.0f')} | {fmt(r.get('gflops'), '.1f')} | {r['first_call_s']:.2f} | {fmt(r.get('warm_s'), '.2f')} |")
+                   f"{fmt(pct, '.0f')} | {fmt(r.get('gflops'), '.1f')} | {r['first_call_s']:.2f} | {fmt(r.get('warm_s'), '.2f')} | "
+                   f"{fmt(r.get('cold_over_s'), '.2f')} | {fmt(r.get('warm_over_ms'), '.0f')} |")
     return "\n".join(out) + "\n"
 
 

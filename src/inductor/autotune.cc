@@ -141,7 +141,9 @@ BlockSizes tune_blocks(const Program& p, const Node& n) {
     }
   }
   if (key.empty()) key = "static sizes";
-  const std::string code = tile::print(kernels[0].program, {.origins = false});  // the kernel's identity
+  // The kernel's identity: its code without its names, so kernels of the same code (a model's
+  // layers) at the same sizes are tuned once, the others taking the disk cache's choice.
+  const std::string code = tile::cpu::code_text(kernels[0].program);
   std::vector<std::vector<tile::cpu::Arg>> args(kernels.size());
   std::vector<int64_t> grids;
   std::vector<tile::Config> configs;

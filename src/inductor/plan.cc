@@ -113,6 +113,7 @@ struct Step {
   // Run side (prepare_run): an extern's tensor arguments (its value per Node::inputs entry...);
   // what a launch evaluates per call: the grid, and each size argument.
   std::vector<const graph::Value*> in_values;
+  bool transposed = false;           // a matmul stored transposed: computed as (y^T x^T)^T
   Size grid_size;
   std::vector<Size> arg_sizes;       // per entry of args (unused for buffers)
 };
@@ -160,31 +161,34 @@ tile::cpu::PendingGroup compile_cached(const std::string& ir, const std::functio
 using runtime::Timer;  // the perf log's times
 
 // The perf log's breakdown of one call: time per extern (by op and argument shapes) and per
-// kernel, summed over the steps that share the key, the largest first.
+// kernel, summed over the steps that share the key, the largest first. Beside the calling
+// thread's CPU time, the process's (all threads): a step whose process time is about its
+// calling thread's ran on one core while the others waited, which on idle cores is wall time
+// lost (the "one thread" total), however loaded the machine is.
 class StepTimes {
  public:
   static constexpr size_t kShown = 40;  // lines after the total
-  void start() { step_ = Timer(); }
+  void start() { step_ = Timer(), process_ = process_cpu(); }
   void stop(const Step& s, const Node& n, const std::vector<Tensor>& bufs);
   void print() const {
-    double total = 0, externs = 0, cpu = 0, extern_cpu = 0;
+    double total = 0, externs = 0, cpu = 0, extern_cpu = 0, all = 0, alone = 0;
     int launches = 0;
     for (const auto& [key, e] : by_key_) {
-      total += e.ms, cpu += e.cpu_ms;
+      total += e.ms, cpu += e.cpu_ms, all += e.all_ms, alone += e.alone_ms;
       if (e.is_extern) externs += e.ms, extern_cpu += e.cpu_ms;
       else launches += e.count;
     }
     std::vector<std::pair<std::string, Entry>> order(by_key_.begin(), by_key_.end());
     std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.second.ms > b.second.ms; });
-    char buf[256];
+    char buf[320];
     std::snprintf(buf, sizeof buf,
-                  "inductor: call %.1f ms (%.1f ms CPU of this thread): externs %.1f ms (%.1f ms CPU), "
-                  "%d kernel launches %.1f ms (%.1f ms CPU)",
-                  total, cpu, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
+                  "inductor: call %.1f ms (%.1f ms CPU of this thread, %.1f ms of all threads; %.1f ms CPU in steps "
+                  "that ran on one thread): externs %.1f ms (%.1f ms CPU), %d kernel launches %.1f ms (%.1f ms CPU)",
+                  total, cpu, all, alone, externs, extern_cpu, launches, total - externs, cpu - extern_cpu);
     std::string text = buf;
     for (size_t i = 0; i < order.size() && i < kShown; ++i) {
-      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU) %4d x ", order[i].second.ms, order[i].second.cpu_ms,
-                    order[i].second.count);
+      const Entry& e = order[i].second;
+      std::snprintf(buf, sizeof buf, "\n  %8.2f ms (%8.2f CPU, %8.2f all threads) %4d x ", e.ms, e.cpu_ms, e.all_ms, e.count);
       text += buf;
       text += order[i].first;
     }
@@ -198,12 +202,18 @@ class StepTimes {
   }
 
  private:
+  static double process_cpu() {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return double(t.tv_sec) + 1e-9 * double(t.tv_nsec);
+  }
   struct Entry {
-    double ms = 0, cpu_ms = 0;
+    double ms = 0, cpu_ms = 0, all_ms = 0, alone_ms = 0;
     int count = 0;
     bool is_extern = false;
   };
   Timer step_;
+  double process_ = 0;
   std::map<std::string, Entry> by_key_;
 };
 
@@ -223,7 +233,9 @@ void StepTimes::stop(const Step& s, const Node& n, const std::vector<Tensor>& bu
     }
   }
   Entry& e = by_key_[key];
-  e.ms += step_.wall_ms(), e.cpu_ms += step_.cpu_ms(), e.count += 1, e.is_extern = s.kernel < 0;
+  const double cpu = step_.cpu_ms(), all = 1e3 * (process_cpu() - process_);
+  e.ms += step_.wall_ms(), e.cpu_ms += cpu, e.all_ms += all, e.count += 1, e.is_extern = s.kernel < 0;
+  if (all < 1.1 * cpu) e.alone_ms += cpu;  // (the other threads did under a tenth of this thread's work)
 }
 
 class Plan {
@@ -323,8 +335,10 @@ class Plan {
     KILN_LOG(fusion) << "inductor: " << in_place_.count << " copy_ into an input stored in place by its kernel";
     for (Step& s : steps_) {
       const Node& n = p_.nodes[size_t(s.node)];
-      if (n.kind == NodeKind::Extern)
+      if (n.kind == NodeKind::Extern) {
         for (const graph::Value* v : n.call->inputs()) s.in_values.push_back(v);
+        s.transposed = stored_transposed(n);
+      }
       if (s.kernel < 0) continue;
       s.grid_size = size_of(s.grid);
       for (const KernelArg& a : s.args) s.arg_sizes.push_back(a.size ? size_of(a.size) : Size());
@@ -416,7 +430,7 @@ class Plan {
         };
         std::vector<ops::Arg> a;
         for (const graph::NodeArg& na : n.call->args) a.push_back(concrete_arg(graph::box_arg(na, tensor_of), env));
-        std::vector<Tensor> outs = ops::call(n.call->op, std::move(a));
+        std::vector<Tensor> outs = s.transposed ? transposed_product(a) : ops::call(n.call->op, std::move(a));
         KILN_CHECK(outs.size() == n.outputs.size(), "internal: inductor: ", n.call->name(), " returned ", outs.size(),
                    " tensors, the plan expects ", n.outputs.size());
         for (size_t k = 0; k < outs.size(); ++k) {
@@ -437,6 +451,27 @@ class Plan {
   const Program& program() const { return p_; }
 
  private:
+  // An extern matmul whose buffer the lowering laid out transposed (lower/fallback.cc: its
+  // readers read it through transposes), so its strides are not those of its graph value.
+  bool stored_transposed(const Node& n) const {
+    if (n.call->op != ops::OpId::matmul || n.outputs.size() != 1) return false;
+    const Buffer& b = p_.buffers[size_t(n.outputs[0])];
+    const SymShape& spec = n.call->outputs.at(0)->spec.strides;
+    for (size_t d = 0; d < b.strides.size(); ++d)
+      if (!sym::statically_known_equal(b.sizes[d], SymInt(1)) && !sym::statically_known_equal(b.strides[d], spec[d])) return true;
+    return false;
+  }
+  // matmul(x, y) as (y^T x^T)^T: the product in the transposed layout its buffer has.
+  static std::vector<Tensor> transposed_product(const std::vector<ops::Arg>& a) {
+    auto mT = [](const Tensor& t) {
+      std::vector<int64_t> perm(size_t(t.dim()));
+      for (size_t d = 0; d < perm.size(); ++d) perm[d] = int64_t(d);
+      std::swap(perm[perm.size() - 1], perm[perm.size() - 2]);
+      return ops::call(ops::OpId::permute, {t, perm}).at(0);
+    };
+    const Tensor &x = std::get<Tensor>(a.at(0)), &y = std::get<Tensor>(a.at(1));
+    return {mT(ops::call(ops::OpId::matmul, {mT(y), mT(x)}).at(0))};
+  }
   // A loaded plan's indices in range (an entry that checks out but is not this build's plan).
   void check() const {
     const auto buffer_ok = [&](int b) { return b >= 0 && size_t(b) < p_.buffers.size(); };

@@ -4,17 +4,28 @@
 #pragma once
 #include "scalar/base.h"
 #include "scalar/int.h"
+#include "scalar/inline_math.h"
 #include "scalar/special.h"
 
 namespace kiln::scalar {
 
+// The exp, log, erf and tanh below (and sigmoid's exp): libm's, or in generated CPU code
+// (KILN_SCALAR_INLINE_MATH, defined before the prelude by src/tile/cpu/emit_c.cc) the float
+// polynomials of inline_math.h, which vectorize in place. Compiled float results then differ
+// from eager's by a few ulp there, within the tolerances they are compared with.
+#if defined(KILN_SCALAR_INLINE_MATH) && !defined(KILN_SCALAR_DEVICE)
+namespace math = inline_math;
+#else
+namespace math = libm;
+#endif
+
 // Floating functions: float and double only (float16/bfloat16 are computed in float).
 #define KILN_FLOAT_UNARY(name, ...) \
   template <class T, KILN_IF(is_float<T>)> KILN_SCALAR T name(T x) { return __VA_ARGS__; }
-KILN_FLOAT_UNARY(exp, libm::exp(x))
+KILN_FLOAT_UNARY(exp, math::exp(x))
 KILN_FLOAT_UNARY(exp2, libm::exp2(x))
 KILN_FLOAT_UNARY(expm1, libm::expm1(x))
-KILN_FLOAT_UNARY(log, libm::log(x))
+KILN_FLOAT_UNARY(log, math::log(x))
 KILN_FLOAT_UNARY(log2, libm::log2(x))
 KILN_FLOAT_UNARY(log1p, libm::log1p(x))
 KILN_FLOAT_UNARY(sqrt, libm::sqrt(x))
@@ -23,7 +34,7 @@ KILN_FLOAT_UNARY(reciprocal, T(1) / x)
 KILN_FLOAT_UNARY(sin, libm::sin(x))
 KILN_FLOAT_UNARY(cos, libm::cos(x))
 KILN_FLOAT_UNARY(tan, libm::tan(x))
-KILN_FLOAT_UNARY(tanh, libm::tanh(x))
+KILN_FLOAT_UNARY(tanh, math::tanh(x))
 KILN_FLOAT_UNARY(asin, libm::asin(x))
 KILN_FLOAT_UNARY(acos, libm::acos(x))
 KILN_FLOAT_UNARY(atan, libm::atan(x))
@@ -32,10 +43,14 @@ KILN_FLOAT_UNARY(cosh, libm::cosh(x))
 KILN_FLOAT_UNARY(asinh, libm::asinh(x))
 KILN_FLOAT_UNARY(acosh, libm::acosh(x))
 KILN_FLOAT_UNARY(atanh, libm::atanh(x))
-KILN_FLOAT_UNARY(erf, libm::erf(x))
+KILN_FLOAT_UNARY(erf, math::erf(x))
 KILN_FLOAT_UNARY(erfc, libm::erfc(x))
 KILN_FLOAT_UNARY(erfinv, T(erfinv_f64(double(x))))  // in double, then rounded
+#if defined(KILN_SCALAR_INLINE_MATH) && !defined(KILN_SCALAR_DEVICE)
+KILN_FLOAT_UNARY(sigmoid, inline_math::sigmoid(x))
+#else
 KILN_FLOAT_UNARY(sigmoid, T(1) / (T(1) + libm::exp(-x)))
+#endif
 KILN_FLOAT_UNARY(lgamma, libm::lgamma(x))
 KILN_FLOAT_UNARY(digamma, T(digamma_f64(double(x))))
 #undef KILN_FLOAT_UNARY

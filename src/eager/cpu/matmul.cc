@@ -134,9 +134,17 @@ void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
   // time, OpenBLAS threads inside each. (max_threads: one thread on an oversubscribed machine.)
   const double work = double(m) * double(n) * double(k);
   const int threads = max_threads();
-  const bool by_batch = threads > 1 && (work < 262144.0 || (work <= double(1 << 26) && nb >= 2 * threads));
-#pragma omp parallel for if (nb > 1 && by_batch) num_threads(threads) schedule(static)
-  for (int64_t i = 0; i < nb; ++i) gemm<T>(mx, my, m, n, k, a + ox[size_t(i)], b + oy[size_t(i)], o + i * m * n);
+  const bool by_batch = nb > 1 && threads > 1 && (work < 262144.0 || (work <= double(1 << 26) && nb >= 2 * threads));
+  auto product = [&](int64_t i) { gemm<T>(mx, my, m, n, k, a + ox[size_t(i)], b + oy[size_t(i)], o + i * m * n); };
+  if (by_batch) {
+#pragma omp parallel for num_threads(threads) schedule(static)
+    for (int64_t i = 0; i < nb; ++i) product(i);
+    return;
+  }
+  // Outside any OpenMP region: OpenBLAS's threads inside a product then come from the process's
+  // thread pool. (Under an inactive region, `parallel for if (false)`, each gemm's region was a
+  // nested team, and libgomp starts fresh threads for nested teams: one pthread_create per call.)
+  for (int64_t i = 0; i < nb; ++i) product(i);
 }
 
 template <class T>

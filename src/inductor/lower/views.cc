@@ -5,7 +5,8 @@
 // p = offset + sum idx[d] * strides[d] of the root's storage, which is
 //   - a load at p - root offset when the root is a buffer laid out as its spec says, or
 //   - the root's element at the row-major index of p when the root is contiguous and not
-//     computed yet (the index math folds into the root's function: nothing is copied).
+//     computed yet (the index math folds into the root's function: nothing is copied), or
+//     computed into a buffer of another layout (a load through that buffer's strides).
 #include "inductor/lower/lower.h"
 
 namespace kiln::inductor {
@@ -64,10 +65,16 @@ bool lower_view(Lowering& L, const graph::Node& n) {
   if (rd.buffer >= 0 && same_strides(rs.sizes, P.buffers[size_t(rd.buffer)].strides, rs.strides)) {
     const int buf = rd.buffer;
     d.fn = [&P, buf, position](const Index& idx) { return P.load(buf, position(idx)); };
-  } else if (rd.buffer < 0 && same_strides(rs.sizes, contiguous_strides(rs.sizes), rs.strides)) {
-    d.ops = rd.ops;
-    d.reads = rd.reads;
-    d.origins = rd.origins;
+  } else if (same_strides(rs.sizes, contiguous_strides(rs.sizes), rs.strides)) {
+    // A contiguous root not computed yet, or computed into a buffer laid out otherwise (a product
+    // stored transposed: fallback.cc): its element at the row-major index of the position.
+    if (rd.buffer < 0) {
+      d.ops = rd.ops;
+      d.reads = rd.reads;
+      d.origins = rd.origins;
+    } else {
+      d.view = nullptr;  // (realized, a copy: an eager view of the buffer would not be laid out as the graph says)
+    }
     Loader root_fn = L.loader(root);
     const SymShape rsizes = rs.sizes;
     d.fn = [root_fn, rsizes, position](const Index& idx) { return root_fn(unflatten(position(idx), rsizes)); };

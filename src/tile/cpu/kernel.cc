@@ -115,6 +115,19 @@ void Kernel::launch(const Grid& grid, std::span<const Arg> args) const {
   k.entry(raw, g);
 }
 
+// (kernel.h) Names swapped for fixed ones while printing, then restored.
+std::string code_text(Program& p) {
+  std::string name = std::exchange(p.name, "kernel");
+  std::vector<std::string> names;
+  for (size_t i = 0; i < p.params.size(); ++i) names.push_back(std::exchange(p.params[i].value->name, "p" + std::to_string(i)));
+  PrintOptions o;
+  o.origins = false;
+  std::string text = print(p, o);
+  p.name = std::move(name);
+  for (size_t i = 0; i < p.params.size(); ++i) p.params[i].value->name = std::move(names[i]);
+  return text;
+}
+
 namespace {
 
 // Below this much tile IR (its printed text, a proxy for the C it emits) a group stays one
@@ -146,20 +159,6 @@ std::string part_stem(const std::vector<Program>& programs, const std::vector<si
   return stem;
 }
 
-// A program's text without its names (the kernel's and its parameters') and origins: what its
-// C depends on. Kernels with the same code text (a model's layers, an optimizer's per-parameter
-// updates) compile once and launch the one entry.
-std::string code_text(Program& p) {
-  std::string name = std::exchange(p.name, "kernel");
-  std::vector<std::string> names;
-  for (size_t i = 0; i < p.params.size(); ++i) names.push_back(std::exchange(p.params[i].value->name, "p" + std::to_string(i)));
-  PrintOptions o;
-  o.origins = false;
-  std::string text = print(p, o);
-  p.name = std::move(name);
-  for (size_t i = 0; i < p.params.size(); ++i) p.params[i].value->name = std::move(names[i]);
-  return text;
-}
 
 // What a group compiles to, short of the compilers: its translation units and each kernel's
 // part, the kernel whose code it runs (itself or an earlier one with the same code) and IR

@@ -120,6 +120,12 @@ class PendingGroup {
   std::shared_future<std::vector<Kernel>> kernels_;
 };
 
+// A program's text without its names (the kernel's and its parameters') and origins: what its C
+// depends on. Kernels with the same code text (a model's layers, an optimizer's per-parameter
+// updates) compile once and launch one entry, and max-autotune tunes them once (inductor/autotune.cc).
+// (p is left as it was.)
+std::string code_text(Program& p);
+
 // Verifies, runs the passes (a list for run_passes; "" for none), emits, compiles and loads.
 Kernel compile(Program p, const std::string& passes = "default");
 // Several kernels in as few translation units as pays (names must differ): one, or for a big

@@ -380,48 +380,6 @@ bool CLikeEmitter::streamed(const Op& store, const Group& g) const {
 
 std::string CLikeEmitter::stream_row(const std::string&, const std::string&, int64_t) const { return ""; }
 
-const Value* CLikeEmitter::pointer_root(const Value* p) {
-  while (p->def) {
-    const OpCode c = p->def->code;
-    if (c != OpCode::AddPtr && c != OpCode::Splat && c != OpCode::Broadcast && c != OpCode::ExpandDims &&
-        c != OpCode::Reshape && c != OpCode::Permute)
-      return nullptr;
-    p = p->def->operands[0];
-  }
-  return p;
-}
-
-int CLikeEmitter::recompute_cost(const Value* v, const Group& g) const {
-  constexpr int kNo = 1 << 20;
-  if (!v->def || !g.members.count(v->def)) {  // from before the loop: read as it is
-    if (auto it = recomputed_.find(v); it != recomputed_.end()) return it->second;
-    return access_.at(v).kind == Access::Kind::Register ? kNo : 0;
-  }
-  if (index_like(v)) return 0;
-  const Op& op = *v->def;
-  if (op.code == OpCode::Load) {
-    // Memory the program never writes reads the same later. (Pointer parameters are __restrict:
-    // no other one aliases it.)
-    const Value* root = pointer_root(op.operands[0]);
-    const bool param = root && std::any_of(prog_->params.begin(), prog_->params.end(),
-                                           [&](const Param& prm) { return prm.value == root; });
-    if (writes_unknown_ || !param || written_roots_.count(root)) return kNo;
-  } else if (op.code == OpCode::Pointwise) {
-    using ops::OpId;
-    static const std::set<OpId> cheap = {OpId::add, OpId::sub, OpId::mul, OpId::neg, OpId::abs, OpId::maximum,
-                                         OpId::minimum, OpId::where, OpId::eq, OpId::ne, OpId::lt, OpId::le,
-                                         OpId::gt, OpId::ge, OpId::logical_not, OpId::logical_and, OpId::logical_or};
-    const std::optional<double> e = op.prim == OpId::pow ? constant_exponent(op.operands[1]) : std::nullopt;
-    const bool multiplies = e && (*e == 2 || *e == 3 || *e == 4);  // constant_power's multiplies
-    if (!cheap.count(op.prim) && !multiplies) return kNo;
-  } else if (op.code != OpCode::Cast) {
-    return kNo;
-  }
-  int cost = 1;
-  for (const Value* u : op.operands) cost = std::min(kNo, cost + recompute_cost(u, g));
-  return cost;
-}
-
 bool CLikeEmitter::elementwise(OpCode c) const {
   return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
          c == OpCode::Store || c == OpCode::AtomicAdd;
@@ -434,7 +392,7 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
     case OpCode::Constant: return literal(op.value, op.result()->type.dtype);
     case OpCode::Pointwise: {
       const DType d = op.operands[op.prim == ops::OpId::where ? 1 : 0]->type.dtype;
-      const std::string fn = prim_function(op.prim, op.rounding, d);
+      std::string fn = prim_function(op.prim, op.rounding, d);
       std::string args;
       for (size_t i = 0; i < a.size(); ++i) args += (i ? ", " : "") + a[i];
       if (fn == "nextafter_float16" || fn == "nextafter_bfloat16") return "ks::" + fn + "(" + args + ")";
@@ -448,6 +406,7 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
         const std::string p = constant_power(a[0], op.operands[1], d);
         if (!p.empty()) return round_16(p, op.result()->type.dtype);
       }
+      if (fn == "div" && divides_by_reciprocal() && divisor_invariant(op)) fn = "div_by_invariant";
       const std::string call = "ks::" + fn + "<" + compute_type(d) + ">(" + args + ")";
       return round_16(call, op.result()->type.dtype);
     }
@@ -472,6 +431,15 @@ std::string CLikeEmitter::expression(const Op& op, const std::vector<std::string
     }
     default: return "?";
   }
+}
+
+bool CLikeEmitter::divisor_invariant(const Op& div) const {
+  const std::vector<int64_t>& shape = div.result()->type.shape;
+  if (shape.empty() || shape.back() == 1 || !is_floating(div.result()->type.dtype)) return false;
+  const auto it = access_.find(div.operands[1]);
+  if (it == access_.end()) return false;
+  const Access& a = it->second;
+  return a.kind == Access::Kind::Uniform || (a.kind == Access::Kind::Array && a.strides.back() == 0);
 }
 
 std::optional<double> CLikeEmitter::constant_exponent(const Value* exponent) {
@@ -521,16 +489,8 @@ std::string CLikeEmitter::emit(const Program& p) {
   access_.clear();
   stack_bytes_ = 0;
   streamed_bytes_ = 0;
-  written_roots_.clear();
-  writes_unknown_ = false;
-  recomputed_.clear();
   walk(p.body, [&](const Op& op) {
     for (const Value* v : op.operands) users_[v].push_back(&op);
-    if (op.code == OpCode::Store || op.code == OpCode::AtomicAdd) {
-      const Value* root = pointer_root(op.operands[0]);
-      if (root) written_roots_.insert(root);
-      else writes_unknown_ = true;
-    }
   });
   for (const Param& prm : p.params) access_[prm.value] = Access::uniform(cname(prm.value));
   out_.clear(1);
@@ -655,43 +615,11 @@ void CLikeEmitter::close_group(Group& g) {
     for (const Value* r : op->results)
       for (const Op* u : users_[r])
         if (!g.members.count(u) && !index_like(r)) leaving.insert(r);
-  // Cheap values read later only by reductions and loops of this region: recomputed there.
-  constexpr int kRecomputeCost = 8;  // ops per read, a value read twice counted twice
-  std::vector<const Value*> recompute;  // (in program order)
-  if (recomputes_loads()) {
-    for (const Op* op : g.ops)
-      for (const Value* r : op->results) {
-        if (!leaving.count(r) || recompute_cost(r, g) > kRecomputeCost) continue;
-        bool readers_ok = true;
-        for (const Op* u : users_[r]) {
-          if (g.members.count(u)) continue;
-          const bool in_region = std::any_of(region_->ops.begin(), region_->ops.end(),
-                                             [&](const std::unique_ptr<Op>& o) { return o.get() == u; });
-          readers_ok = readers_ok && in_region && (u->code == OpCode::Reduce || elementwise(u->code));
-        }
-        if (readers_ok) recompute.push_back(r);
-      }
-    for (const Value* r : recompute) leaving.erase(r);
-  }
-  // Recomputed values, and the values in this loop they read: an Expr once the loop is closed.
-  auto recompute_after = [&] {
-    std::vector<const Value*> todo(recompute.begin(), recompute.end());
-    while (!todo.empty()) {
-      const Value* v = todo.back();
-      todo.pop_back();
-      if (!v->def || !g.members.count(v->def) || recomputed_.count(v) || index_like(v) || leaving.count(v)) continue;
-      recomputed_[v] = recompute_cost(v, g);
-      access_[v] = expr_access(*v->def);
-      for (const Value* u : v->def->operands) todo.push_back(u);
-    }
-  };
-  bool work = false;  // a loop of nothing but index arithmetic (recomputed where read) is not written,
-  // nor one whose values are all recomputed where they are read (a load's copy)
+  bool work = false;  // a loop of nothing but index arithmetic (recomputed where read) is not written
   for (const Op* op : g.ops) work = work || op->has_side_effects() || (!op->results.empty() && leaving.count(op->result()));
   if (!work) {
     for (const Op* op : g.ops)
       if (index_like(op->result())) access_[op->result()] = expr_access(*op);
-    recompute_after();
     g = Group{};
     return;
   }
@@ -737,7 +665,6 @@ void CLikeEmitter::close_group(Group& g) {
   for (const Op* op : g.ops)
     for (const Value* r : op->results)
       if (index_like(r)) access_[r] = expr_access(*op);
-  recompute_after();
   for (const Op* op : g.ops) {  // the staged rows, written out
     if (!staged.count(op)) continue;
     const int64_t row = g.shape.back() * int64_t(itemsize(op->operands[1]->type.dtype));

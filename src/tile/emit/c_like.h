@@ -12,11 +12,6 @@
 // it, a later loop, a region. Views (broadcast, expand_dims, reshape, permute), splats, aranges
 // and constants cost no code: they are index arithmetic on what they read. A load after a
 // store (or atomic) in program order starts a new loop, so a program sees its own writes.
-// Where the target allows it (recomputes_loads), a cheap value read after its loop only by
-// reductions and later loops -- a load from memory the program never writes, and a few cheap
-// ops on it (x - mean, x * x) -- is recomputed where it is read rather than stored in a block:
-// a row then stays in the caches once instead of beside copies of itself, and a reduction over
-// x * x accumulates in one loop over x.
 #pragma once
 #include <map>
 #include <optional>
@@ -108,8 +103,9 @@ class CLikeEmitter {
   virtual bool streams_stores() const { return false; }
   virtual std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const;
   static constexpr int64_t kStreamRowBytes = 4096;
-  // Whether cheap loaded values may be recomputed where they are read (see the top).
-  virtual bool recomputes_loads() const { return false; }
+  // Whether a division by a loop-invariant divisor may multiply by its reciprocal (within 1 ulp
+  // of the division; the CPU's vector divide costs as much as an exp).
+  virtual bool divides_by_reciprocal() const { return false; }
   // The bytes one program instance stores through stream_row (each store counted once).
   int64_t streamed_bytes() const { return streamed_bytes_; }
 
@@ -169,6 +165,10 @@ class CLikeEmitter {
   // for other exponents (libm's pow).
   std::string constant_power(const std::string& x, const Value* exponent, DType d) const;
   static std::optional<double> constant_exponent(const Value* exponent);  // a constant's value, or nullopt
+  // Whether a float block division's divisor is the same along the innermost loop (a scalar, a
+  // row's sum broadcast): where the target asks for it (divides_by_reciprocal),
+  // ks::div_by_invariant then multiplies by its reciprocal.
+  bool divisor_invariant(const Op& div) const;
   std::string statement(const Op& op, const std::vector<std::string>& args, const std::string& result) const;
   bool elementwise(OpCode c) const;
   // Whether a block is index arithmetic: computed elementwise (no loads) from program ids,
@@ -182,12 +182,6 @@ class CLikeEmitter {
   // index, 0 when it does not depend on it, nullopt when it is not affine with a known step.
   std::optional<int64_t> step_along(const Value* v, int dim) const;
   bool streamed(const Op& store, const Group& g) const;  // see streams_stores
-  // The ops a value read after group g would cost to recompute at each read (see the top), or
-  // a large number when it is not recomputed: a load from written (or unknown) memory, an
-  // expensive op, a reader that is not a reduction or an elementwise op.
-  int recompute_cost(const Value* v, const Group& g) const;
-  // The pointer parameter a pointer value steps from (through addptr and views), or null.
-  static const Value* pointer_root(const Value* p);
 
   const Program* prog_ = nullptr;
   CodeWriter out_;
@@ -195,9 +189,6 @@ class CLikeEmitter {
   std::map<const Value*, std::vector<const Op*>> users_;
   std::map<const Value*, Access> access_;
   mutable std::map<const Value*, int> index_cost_;
-  std::set<const Value*> written_roots_;  // pointer parameters the program stores to
-  bool writes_unknown_ = false;           // a store through a pointer whose root is not known
-  std::map<const Value*, int> recomputed_;  // recomputed values: their cost per read
   int64_t stack_bytes_ = 0;
   int64_t streamed_bytes_ = 0;
   const Region* region_ = nullptr;    // the region being emitted

@@ -1,7 +1,8 @@
 // Compile mode "max-autotune" (docs/compiler.md, "Modes"): results within dtype tolerance of the
 // default mode's and eager's (a corpus subset, a matmul graph, a softmax); the generated matmul
 // against eager's on strided operands; a warm process times nothing, even with its compiled
-// graphs gone (the tuned choices come from the disk cache); a bad mode is a clear error.
+// graphs gone (the tuned choices come from the disk cache); kernels of the same code are tuned
+// once; a bad mode is a clear error.
 #include <gtest/gtest.h>
 
 #include <kiln/compile.h>
@@ -9,6 +10,8 @@
 #include <kiln/log.h>
 
 #include <filesystem>
+#include <set>
+#include <sstream>
 
 #include "inductor/autotune.h"
 #include "support/cache_child.h"
@@ -148,6 +151,45 @@ TEST_F(InductorAutotuneCacheTest, AWarmProcessTunesNothing) {
   EXPECT_EQ(again.find(": median "), std::string::npos) << again;
   EXPECT_EQ(again.find("kiln autotune "), std::string::npos) << again;
   EXPECT_GE(test::count_occurrences(again, "(from the disk cache)"), 2) << again;
+}
+
+
+// The child: two softmaxes of the same sizes on two inputs (two kernels of one code, named apart).
+TEST(InductorAutotuneCache, SameCodeChild) {
+  if (!std::getenv("KILN_TEST_AUTOTUNE_SAME_CHILD")) GTEST_SKIP() << "run as a child by InductorAutotuneSameCodeTest.*";
+  set_logs("autotune");
+  auto fn = [](const Tensor& x, const Tensor& y) { return std::vector<Tensor>{softmax(x * 1.5, -1), softmax(y * 1.5, -1)}; };
+  auto f = compile(fn, mode("max-autotune"));
+  manual_seed(0);
+  Tensor x = randn({64, 300}), y = randn({64, 300});
+  const std::vector<Tensor> got = f(x, y), want = fn(x, y);
+  ASSERT_EQ(got.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) corpus::expect_within_dtype(got[i], want[i], "softmax " + std::to_string(i));
+  std::printf("child ok\n");
+}
+
+class InductorAutotuneSameCodeTest : public test::CacheChildTest {
+ protected:
+  InductorAutotuneSameCodeTest() : CacheChildTest("KILN_TEST_AUTOTUNE_SAME_CHILD", "InductorAutotuneCache.SameCodeChild") {}
+};
+
+// The tuning key is the kernel's code and sizes, not its name: the first softmax kernel is timed,
+// the second (another name, the same code) takes its choice from the disk cache.
+TEST_F(InductorAutotuneSameCodeTest, KernelsOfOneCodeAreTunedOnce) {
+  const std::string log = run_child("cold.log");
+  ASSERT_NE(log.find("child ok"), std::string::npos) << log;
+  std::set<std::string> timed, cached;  // the kernels (tune()'s labels) timed and taken from the cache
+  std::istringstream lines(log);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t at = line.find("[kiln:autotune] inductor k"), end = line.find(" [", at + 1);
+    if (at == std::string::npos || end == std::string::npos) continue;
+    const std::string label = line.substr(at + 16, end - at - 16);
+    if (line.find(": median ") != std::string::npos) timed.insert(label);
+    if (line.find("(from the disk cache)") != std::string::npos) cached.insert(label);
+  }
+  EXPECT_EQ(timed.size(), 1u) << log;
+  EXPECT_EQ(cached.size(), 1u) << log;
+  for (const std::string& k : cached) EXPECT_EQ(timed.count(k), 0u) << k << " was timed and taken from the cache\n" << log;
 }
 
 }  // namespace

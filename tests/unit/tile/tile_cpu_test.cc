@@ -39,7 +39,7 @@ void expect_close(const Tensor& got, const Tensor& want, double tol, const std::
   ASSERT_EQ(got.sizes(), want.sizes()) << what;
   const std::vector<double> a = got.to_vector<double>(), b = want.to_vector<double>();
   for (size_t i = 0; i < a.size(); ++i)
-    if (!(std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])) || (std::isnan(a[i]) && std::isnan(b[i])))) {
+    if (!(a[i] == b[i] || std::abs(a[i] - b[i]) <= tol * (1 + std::abs(b[i])) || (std::isnan(a[i]) && std::isnan(b[i])))) {
       ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", eager gives " << b[i];
       return;
     }
@@ -193,7 +193,8 @@ TEST(TileCpu, SixteenBitLoadsAndStores) {
     Tensor out = zeros({128}, d), f = zeros({128}), back = zeros({128}, d);
     ks[size_t(i++)](Grid(1), x, out, f, back);
     expect_same(out, x * 2.5 + 1.0, std::string("f16 math on ") + name(d));
-    expect_same(f, x.to(kFloat32) / 3.0, std::string("widened on ") + name(d));
+    // (a division by a constant multiplies by its reciprocal: within 1 ulp)
+    expect_close(f, x.to(kFloat32) / 3.0, 2.4e-7, std::string("widened on ") + name(d));
     expect_same(back, f.to(d), std::string("narrowing store to ") + name(d));
   }
 }
@@ -362,7 +363,12 @@ TEST(TileCpu, EveryPointwisePrimMatchesEager) {
       const int64_t s = slot[od]++;
       std::string what = std::string(ops::op_info(pc.op).name) + (pc.rounding == Rounding::Trunc ? "(trunc)" : pc.rounding == Rounding::Floor ? "(floor)" : "") +
                          " on " + name(x.dtype());
-      expect_same(buffers[k].select(0, s).contiguous(), pc.want, what);
+      // Generated CPU code computes these in float with inline_math.h's polynomials (within 3
+      // ulp of eager's libm, then rounded to the output's dtype); the rest are eager's bits.
+      const bool inline_math = (pc.op == OpId::exp || pc.op == OpId::log || pc.op == OpId::erf || pc.op == OpId::tanh ||
+                                pc.op == OpId::sigmoid) && od != kFloat64;
+      if (inline_math) expect_close(buffers[k].select(0, s).contiguous(), pc.want, od == kFloat16 ? 1e-3 : od == kBFloat16 ? 8e-3 : 5e-7, what);
+      else expect_same(buffers[k].select(0, s).contiguous(), pc.want, what);
       ++checked;
     }
   }
