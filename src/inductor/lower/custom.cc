@@ -211,13 +211,7 @@ bool lower_custom(Lowering& L, const graph::Node& n) {
   std::vector<Loader> loads;
   for (const graph::Value* v : ins) {
     loads.push_back(L.loader(v));
-    const Def& a = L.def(v);
-    if (a.buffer >= 0) {
-      d.reads += 1;
-    } else {
-      d.ops += a.ops, d.reads += a.reads;
-      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
-    }
+    d.reads_operand(L.def(v));
   }
   Program& P = L.prog();
   auto shared = std::make_shared<Reader>(std::move(reader));

@@ -39,13 +39,7 @@ bool lower_gather(Lowering& L, const graph::Node& n) {
   d.ops = 6;
   Loader at = L.loader(index), src = L.loader(self);  // (may realize them)
   for (const graph::Value* v : {index, self}) {
-    const Def& a = L.def(v);
-    if (a.buffer >= 0) {
-      d.reads += 1;
-    } else {  // inlined: its work and origins become this function's
-      d.ops += a.ops, d.reads += a.reads;
-      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
-    }
+    d.reads_operand(L.def(v));
   }
   Program& P = L.prog();
   const bool one_index = index->spec.sizes.empty();
@@ -105,13 +99,7 @@ bool lower_scatter_add(Lowering& L, const graph::Node& n) {
   d.ops = 3 * int(k);
   Loader base = L.loader(self), at = L.loader(index), add = L.loader(src);
   for (const graph::Value* v : {self, index, src}) {
-    const Def& a = L.def(v);
-    if (a.buffer >= 0) {
-      d.reads += 1;
-    } else {
-      d.ops += a.ops, d.reads += a.reads;
-      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
-    }
+    d.reads_operand(L.def(v));
   }
   Program& P = L.prog();
   d.fn = [&P, base, at, add, dim, k, dt](const Index& i) {

@@ -40,6 +40,17 @@ struct Def {
   const graph::Node* view = nullptr;
   const graph::Value* base = nullptr;
   std::vector<graph::Origin> origins;  // of the nodes folded into fn
+
+  // Accounts an operand this def's fn reads: one load of a realized operand, or, inlined, its
+  // work, loads and origins.
+  void reads_operand(const Def& a) {
+    if (a.buffer >= 0) {
+      reads += 1;
+    } else {
+      ops += a.ops, reads += a.reads;
+      origins.insert(origins.end(), a.origins.begin(), a.origins.end());
+    }
+  }
 };
 
 class Lowering {

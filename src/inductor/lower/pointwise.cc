@@ -102,13 +102,7 @@ bool lower_pointwise(Lowering& L, const graph::Node& n) {
   for (const graph::Value* v : ins) {
     loads.push_back(L.loader(v));  // (may realize v)
     shapes.push_back(v->spec.sizes);
-    const Def& a = L.def(v);
-    if (a.buffer >= 0) {
-      d.reads += 1;
-    } else {  // inlined: its work and origins become this function's
-      d.ops += a.ops, d.reads += a.reads;
-      d.origins.insert(d.origins.end(), a.origins.begin(), a.origins.end());
-    }
+    d.reads_operand(L.def(v));
   }
   Program& P = L.prog();
   const ops::OpId op = n.op;
