@@ -12,11 +12,7 @@
 namespace kiln {
 namespace {
 
-CompileOptions inductor() {
-  CompileOptions o;
-  o.backend = "inductor";
-  return o;
-}
+CompileOptions inductor() { return test::inductor_options(); }
 
 Error::Info error_of(const std::function<void()>& f) {
   try {

@@ -14,11 +14,7 @@
 namespace kiln {
 namespace {
 
-CompileOptions inductor() {
-  CompileOptions o;
-  o.backend = "inductor";
-  return o;
-}
+CompileOptions inductor() { return test::inductor_options(); }
 
 // Equal within float32 rounding, NaN and infinities in the same places.
 void expect_near(const Tensor& got, const Tensor& want) {

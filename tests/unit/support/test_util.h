@@ -24,6 +24,13 @@ void expect_error(F&& f, const std::string& text) {
 
 // How often `what` occurs in `text` (counting overlapping occurrences): for checks on logs and
 // generated code.
+// CompileOptions that compile with the "inductor" backend.
+inline CompileOptions inductor_options() {
+  CompileOptions o;
+  o.backend = "inductor";
+  return o;
+}
+
 inline int count_occurrences(const std::string& text, const std::string& what) {
   int n = 0;
   for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
