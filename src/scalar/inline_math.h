@@ -55,16 +55,13 @@ KILN_SCALAR float reciprocal(float y) {
 // error under 1.2e-38. Within 1 ulp elsewhere (a few ulp just above FLT_MIN, where r reaches
 // -0.7); NaN stays NaN through r.
 // e^x from x and the bits of 1.5 * 2^23 + n (see exp).
+inline constexpr float kExp2[7] = {2.76292220e-3f, 1.67374201e-2f, 8.33367748e-2f, 3.33330414e-1f,
+                                   9.99999869e-1f, 2.0f, 2.0f};  // 2 * (1/720, 1/120, ..., 1, 1), fitted
 KILN_INLINE_MATH float exp_reduced(float x, i32 nb) {
   const float n = float_of(u32(nb)) - 12582912.0f;
   const float r = madd(n, 2.12194440e-4f, madd(n, -0.693359375f, x));  // x - n ln2, ln2 = 0.693359375 - 2.12e-4
-  float p = 2.76292220e-3f;  // 2 * (1/720, 1/120, ..., 1, 1), fitted
-  p = madd(p, r, 1.67374201e-2f);
-  p = madd(p, r, 8.33367748e-2f);
-  p = madd(p, r, 3.33330414e-1f);
-  p = madd(p, r, 9.99999869e-1f);
-  p = madd(p, r, 2.0f);
-  p = madd(p, r, 2.0f);
+  float p = kExp2[0];
+  for (int k = 1; k < 7; ++k) p = madd(p, r, kExp2[k]);
   // 2^(n-1): n + 126 in the exponent field (the shifter's own bits shift out: its low 9 are 0).
   return p * float_of((u32(nb) + 126u) << 23);
 }
@@ -107,31 +104,46 @@ KILN_INLINE_MATH float log(float x) {
   return select((u << 1) == 0, -float_of(0x7f800000u), y);  // +-0
 }
 
-// erf x: x p(x^2) for |x| < 1; 1 - e^(q(|x| - 2.5)) beyond (q fits ln erfc on [1, 4]; |x|
-// clamped at 4, where erf is 1 in float). Within 2.5 ulp.
+// erf x: a degree-5 polynomial in |x| - c_i on 16 intervals of |x| in [0, 4) (width 1/3.875,
+// centered at i / 3.875: i = |x| * 3.875 rounded, read from the bits of |x| * 3.875 + 1.5 * 2^23),
+// the sign copied from x. The first interval's polynomial has no constant term (u p(u)), so small
+// and subnormal x keep their relative accuracy; |x| is clamped below 4, where the last one is 1 in
+// float. Within 2 ulp. The same tables serve the AVX-512 variant (inline_math_avx512.h): a lane's
+// coefficients are register permutes there, so both compute the same bits.
+struct ErfTable {
+  float center[16];
+  float c[6][16];  // c[k][i]: the coefficient of u^k on interval i
+};
+inline constexpr ErfTable kErf = {
+    {0.0f, 0.258064508f, 0.516129017f, 0.774193525f, 1.03225803f, 1.29032254f, 1.54838705f, 1.80645156f,
+     2.06451607f, 2.32258058f, 2.58064508f, 2.83870959f, 3.0967741f, 3.35483861f, 3.61290312f, 3.87096763f},
+    {{0.0f, 0.284857482f, 0.534558833f, 0.726428568f, 0.855664134f, 0.931967497f, 0.971457601f, 0.989372313f,
+      0.996495962f, 0.998978794f, 0.999737322f, 0.999940455f, 0.999988079f, 0.999997914f, 0.999999702f,
+      0.99999994f},
+     {1.12837923f, 1.0556798f, 0.864497423f, 0.619654417f, 0.388767272f, 0.213493258f, 0.102620229f,
+      0.0431753732f, 0.0158998705f, 0.00512513565f, 0.00144601066f, 0.000357101701f, 7.71910054e-05f,
+      1.46048069e-05f, 2.41868452e-06f, 5.57241151e-07f},
+     {-1.40706652e-05f, -0.272427469f, -0.446168751f, -0.479719251f, -0.401321083f, -0.275466561f,
+      -0.158886909f, -0.0779929459f, -0.0328359716f, -0.0118916146f, -0.00372582069f, -0.00102128508f,
+      -0.000226799559f, -5.1097144e-05f, -2.06207897e-05f, 8.49278877e-06f},
+     {-0.375590295f, -0.305015504f, -0.134632677f, 0.0410465598f, 0.146576345f, 0.165803209f, 0.129815251f,
+      0.0795377493f, 0.039879512f, 0.016722925f, 0.00593792601f, 0.00179930346f, 0.000467737613f,
+      0.000104700259f, 2.02367592e-05f, -1.0218555e-05f},
+     {-0.0065199472f, 0.129160881f, 0.181249201f, 0.142834947f, 0.0590217933f, -0.0152938953f, -0.0477785841f,
+      -0.0458068848f, -0.0296127386f, -0.0162187144f, -0.00680778129f, -0.00178327493f, -0.00138695189f,
+      -3.61384264e-05f, 0.000677825185f, -0.000574447331f},
+     {0.137266234f, 0.0774742886f, 0.0024383245f, -0.0563195087f, -0.0675576553f, -0.0418776944f,
+      -0.00963125098f, 0.00911029056f, 0.01293563f, 0.00933496375f, 0.00486022932f, 0.00199061912f,
+      0.000665477477f, 0.000185179699f, 4.33836976e-05f, 0.000295618462f}}};
+inline constexpr float kErfClamp = 3.99999976f;  // the float below 4
 KILN_INLINE_MATH float erf(float x) {
-  const u32 ab = bits_of(x) & 0x7fffffffu;
-  const float a = float_of(ab), x2 = x * x;
-  float p = 7.85402482e-5f;
-  p = madd(p, x2, -8.01024716e-4f);
-  p = madd(p, x2, 5.18833444e-3f);
-  p = madd(p, x2, -2.68538160e-2f);
-  p = madd(p, x2, 1.12835853e-1f);
-  p = madd(p, x2, -3.76126258e-1f);
-  p = madd(p, x2, 1.12837917e+0f);
-  const float small = x * p;
-  const float t = float_of(ab < 0x40800000u ? ab : 0x40800000u) - 2.5f;  // min(|x|, 4) on the bits
-  float q = 1.59981910e-6f;
-  q = madd(q, t, -1.33017092e-5f);
-  q = madd(q, t, 7.74549205e-5f);
-  q = madd(q, t, -4.20173124e-4f);
-  q = madd(q, t, 2.16508152e-3f);
-  q = madd(q, t, -1.08584873e-2f);
-  q = madd(q, t, -9.43893608e-1f);
-  q = madd(q, t, -5.35268069e+0f);
-  q = madd(q, t, -7.80681528e+0f);
-  const float large = float_of(bits_of(1.0f - exp_in_range(q)) | (bits_of(x) & 0x80000000u));
-  return select(a >= 1.0f, large, small);  // NaN: the small branch's NaN
+  const float ab = float_of(bits_of(x) & 0x7fffffffu);
+  const float a = kErfClamp < ab ? kErfClamp : ab;  // min(|x|, below 4); NaN stays NaN
+  const u32 i = bits_of(madd(a, 3.875f, 12582912.0f)) & 15u;
+  const float u = a - kErf.center[i];
+  float p = kErf.c[5][i];
+  for (int k = 4; k >= 0; --k) p = madd(p, u, kErf.c[k][i]);
+  return copysign(p, x);
 }
 
 // tanh x: x (1 + x^2 p(x^2)) for |x| < 0.625; 1 - 2 / (e^(2|x|) + 1) beyond (|x| clamped at 10,
@@ -151,11 +163,11 @@ KILN_INLINE_MATH float tanh(float x) {
 }
 
 // 1 / (1 + e^-x), as e^-|x| / (1 + e^-|x|) for x < 0 so that the result keeps its relative
-// accuracy down to e^-87 (beyond, 0). Within 2 ulp.
+// accuracy down to e^-87 (beyond, 0). One division (vdivps: 3 uops, where reciprocal is 7).
+// Within 2 ulp.
 KILN_INLINE_MATH float sigmoid(float x) {
   const float e = exp(-float_of(bits_of(x) & 0x7fffffffu));  // in (0, 1]: 1 + e in [1, 2]
-  const float s = reciprocal(1.0f + e);
-  return select(x < 0.0f, e * s, s);  // NaN: e is NaN
+  return select(x < 0.0f, e, 1.0f) / (1.0f + e);  // NaN: e is NaN
 }
 
 // double: libm (the overloads make inline_math a drop-in for libm in unary.h).

@@ -5,6 +5,7 @@
 #include "scalar/base.h"
 #include "scalar/int.h"
 #include "scalar/inline_math.h"
+#include "scalar/inline_math_avx512.h"
 #include "scalar/special.h"
 
 namespace kiln::scalar {
@@ -13,7 +14,9 @@ namespace kiln::scalar {
 // (KILN_SCALAR_INLINE_MATH, defined before the prelude by src/tile/cpu/emit_c.cc) the float
 // polynomials of inline_math.h, which vectorize in place. Compiled float results then differ
 // from eager's by a few ulp there, within the tolerances they are compared with.
-#if defined(KILN_SCALAR_INLINE_MATH) && !defined(KILN_SCALAR_DEVICE)
+#if defined(KILN_SCALAR_VECTOR_MATH)
+namespace math = vector_math;  // exp, erf, sigmoid in AVX-512 (inline_math_avx512.h)
+#elif defined(KILN_SCALAR_INLINE_MATH) && !defined(KILN_SCALAR_DEVICE)
 namespace math = inline_math;
 #else
 namespace math = libm;
@@ -47,7 +50,7 @@ KILN_FLOAT_UNARY(erf, math::erf(x))
 KILN_FLOAT_UNARY(erfc, libm::erfc(x))
 KILN_FLOAT_UNARY(erfinv, T(erfinv_f64(double(x))))  // in double, then rounded
 #if defined(KILN_SCALAR_INLINE_MATH) && !defined(KILN_SCALAR_DEVICE)
-KILN_FLOAT_UNARY(sigmoid, inline_math::sigmoid(x))
+KILN_FLOAT_UNARY(sigmoid, math::sigmoid(x))
 #else
 KILN_FLOAT_UNARY(sigmoid, T(1) / (T(1) + libm::exp(-x)))
 #endif
