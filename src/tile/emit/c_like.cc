@@ -369,16 +369,22 @@ std::optional<int64_t> CLikeEmitter::step_along(const Value* v, int dim) const {
   return std::nullopt;
 }
 
-bool CLikeEmitter::streamed(const Op& store, const Group& g) const {
-  if (!streams_stores() || store.code != OpCode::Store || store.operands.size() != 2 || g.shape.empty()) return false;
-  const Value* ptr = store.operands[0];
-  const int64_t row = g.shape.back() * int64_t(itemsize(store.operands[1]->type.dtype));
-  if (row < kStreamRowBytes || !index_like(ptr)) return false;
+bool CLikeEmitter::contiguous_rows(const Op& access, const Group& g, int64_t min_row_bytes) const {
+  if (g.shape.empty()) return false;
+  const Value* ptr = access.operands[0];
+  const int64_t row = g.shape.back() * int64_t(itemsize(ptr->type.dtype));
+  if (row < min_row_bytes || !index_like(ptr)) return false;
   const std::optional<int64_t> step = step_along(ptr, int(g.shape.size()) - 1);
   return step && *step == 1;
 }
 
+bool CLikeEmitter::streamed(const Op& store, const Group& g) const {
+  return streams_stores() && store.code == OpCode::Store && store.operands.size() == 2 &&
+         contiguous_rows(store, g, kStreamRowBytes);
+}
+
 std::string CLikeEmitter::stream_row(const std::string&, const std::string&, int64_t) const { return ""; }
+std::string CLikeEmitter::prefetch_row(const std::string&, int64_t) const { return ""; }
 
 bool CLikeEmitter::elementwise(OpCode c) const {
   return c == OpCode::Pointwise || c == OpCode::Cast || c == OpCode::AddPtr || c == OpCode::Load ||
@@ -643,6 +649,25 @@ void CLikeEmitter::close_group(Group& g) {
     declare_block(name, memory_type(d), numel);
     staged[op] = name;
   }
+  // The rows ahead of the loads in a for loop's body (the next iterations' rows), asked for
+  // before the elements' loop: their pointers (index arithmetic) recomputed there, the group's
+  // index values read as expressions meanwhile. (A program's own rows the hardware prefetcher
+  // follows: asking for them too measured slower on pointwise.)
+  std::vector<std::pair<const Value*, Access>> in_loop;
+  for (const Op* op : g.ops)
+    for (const Value* r : op->results)
+      if (index_like(r)) in_loop.emplace_back(r, access_.at(r)), access_[r] = expr_access(*op);
+  for (const Op* op : g.ops) {
+    if (for_depth_ == 0 || op->code != OpCode::Load || !contiguous_rows(*op, g, kPrefetchRowBytes)) continue;
+    const int64_t row = g.shape.back() * int64_t(itemsize(op->operands[0]->type.dtype));
+    const std::vector<int64_t> rows(g.shape.begin(), g.shape.end() - 1);
+    std::vector<std::string> idx = open_loops(rows, "_r");
+    idx.push_back("0");
+    const std::string line = prefetch_row(element(op->operands[0], idx), row);
+    if (!line.empty()) out_.line(line + origin_comment(*op));
+    close_loops(loop_count(rows));
+  }
+  for (auto& [r, a] : in_loop) access_[r] = std::move(a);
   const ElementIndex e = begin_elements(g.shape);
   for (const Op* op : g.ops) {
     std::vector<std::string> args;
@@ -761,7 +786,9 @@ void CLikeEmitter::emit_for(const Op& op) {
     access_[arg] = arg->type.is_block() ? Access::array(array_name(arg), row_major(arg->type.shape))
                                         : Access::uniform(cname(arg));
   out_.line("// for" + origin_suffix(op));
+  ++for_depth_;
   emit_region(body, &t);
+  --for_depth_;
   out_.close();
   for (size_t k = 0; k < op.results.size(); ++k) access_[op.results[k]] = access_.at(body.args[k + 1]);
 }

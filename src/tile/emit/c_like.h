@@ -103,6 +103,13 @@ class CLikeEmitter {
   virtual bool streams_stores() const { return false; }
   virtual std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const;
   static constexpr int64_t kStreamRowBytes = 4096;
+  // Prefetching: a load in a for loop's body whose rows are contiguous along the block's last
+  // dim (at least kPrefetchRowBytes each) gets, before the elements' loop, per row the statement
+  // prefetch_row returns (src: the row's first element's pointer; bytes: its size), which may ask
+  // for the memory a distance ahead: the next iterations' rows, which the hardware prefetcher
+  // (it stops at page ends) fetches late. The default: none.
+  virtual std::string prefetch_row(const std::string& src, int64_t bytes) const;
+  static constexpr int64_t kPrefetchRowBytes = 1024;
   // Whether a division by a loop-invariant divisor may multiply by its reciprocal (within 1 ulp
   // of the division; the CPU's vector divide costs as much as an exp).
   virtual bool divides_by_reciprocal() const { return false; }
@@ -182,6 +189,7 @@ class CLikeEmitter {
   // index, 0 when it does not depend on it, nullopt when it is not affine with a known step.
   std::optional<int64_t> step_along(const Value* v, int dim) const;
   bool streamed(const Op& store, const Group& g) const;  // see streams_stores
+  bool contiguous_rows(const Op& access, const Group& g, int64_t min_row_bytes) const;  // (streamed, prefetch_row)
 
   const Program* prog_ = nullptr;
   CodeWriter out_;
@@ -191,6 +199,7 @@ class CLikeEmitter {
   mutable std::map<const Value*, int> index_cost_;
   int64_t stack_bytes_ = 0;
   int64_t streamed_bytes_ = 0;
+  int for_depth_ = 0;  // the for loops around the ops being emitted
   const Region* region_ = nullptr;    // the region being emitted
   const Targets* targets_ = nullptr;  // and what its yield writes
 };
