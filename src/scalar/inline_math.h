@@ -1,6 +1,7 @@
-// exp, log, erf, tanh in float as branch-free polynomials: what the pointwise prims compute in
-// generated CPU code (scalar.h: KILN_SCALAR_INLINE_MATH). Each is a few multiply-adds and
-// selects with no call and no table, so a per-element loop over them vectorizes in place: as
+// exp, log, erf, tanh and sigmoid in float as branch-free polynomials: what the pointwise prims
+// compute in generated CPU code (scalar.h: KILN_SCALAR_INLINE_MATH). Each is a few multiply-adds
+// and selects with no call (erf: a small table), so a per-element loop over them vectorizes in
+// place (on AVX-512, exp, erf and sigmoid call their vector forms, inline_math_avx512.h): as
 // libm calls (even libmvec's vector ones) they cost more than the memory traffic of the kernel
 // around them. Accurate to a few float ulp (tests/unit/scalar/inline_math_test.cc measures it
 // against double libm), well inside the float tolerances eager and compiled results are
