@@ -18,6 +18,9 @@
 #define KILN_INLINE_MATH KILN_SCALAR
 #endif
 
+// Host code only (unary.h uses these off the device): a GPU has its own exp, erf, ... and NVRTC
+// would not take the tables.
+#if !defined(KILN_SCALAR_DEVICE)
 namespace kiln::scalar::inline_math {
 
 // a * b + c, fused where the target has the instruction (polynomials only: the prims' own
@@ -179,3 +182,4 @@ KILN_SCALAR double tanh(double x) { return libm::tanh(x); }
 KILN_SCALAR double sigmoid(double x) { return 1.0 / (1.0 + libm::exp(-x)); }
 
 }  // namespace kiln::scalar::inline_math
+#endif
