@@ -6,6 +6,7 @@
 #include <kiln/autograd.h>
 
 #include "autograd/derivatives/common.h"
+#include "eager/cpu/nn/backward.h"
 #include "ops/meta/nn_util.h"
 
 namespace kiln::autograd {
@@ -88,6 +89,9 @@ KILN_DERIVATIVE(rms_norm) {
 // Phi(x) + x phi(x).
 KILN_DERIVATIVE(gelu) {
   const Tensor& x = g.inputs[0];
+  const Tensor& gy = g.grads[0];
+  if (gy.dtype() == x.dtype() && fused_cpu_backward({x, gy}))
+    return {eager::cpu::gelu_backward(gy, x, g.args.str(1) == "tanh")};
   Tensor u = upcast(x), d = upcast(g.grads[0]);
   Tensor x2 = mul(u, u), slope;
   if (g.args.str(1) == "tanh") {

@@ -1,0 +1,16 @@
+// Fused CPU backward kernels of the NN composites with fast forward kernels. A derivative
+// formula (src/autograd/derivatives/) calls one when its backward runs eagerly on CPU tensors
+// (autograd::fused_cpu_backward); each computes what the formula's kiln ops compute, in the
+// same precision, in one pass instead of one full-size temporary per op. Graphs (capture, AOT)
+// and other devices still get the formula.
+#pragma once
+#include <kiln/tensor.h>
+
+#include <vector>
+
+namespace kiln::eager::cpu {
+
+// gelu's input gradient grad * gelu'(x), in x's dtype (grad: x's shape and dtype, floating).
+Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool tanh_mode);
+
+}  // namespace kiln::eager::cpu
