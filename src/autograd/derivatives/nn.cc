@@ -52,6 +52,19 @@ KILN_DERIVATIVE(layer_norm) {
   const int64_t k = int64_t(g.args.symints(1).size());
   const bool has_w = !g.args.is_none(2), has_b = !g.args.is_none(3);
   const Tensor w = has_w ? g.inputs[1] : Tensor();
+  const size_t bi = has_w ? 2 : 1;
+  const Tensor& gy0 = g.grads[0];
+  if ((x.dtype() == kFloat32 || x.dtype() == kFloat64) && gy0.dtype() == x.dtype() &&
+      (!has_w || w.dtype() == x.dtype()) && x.numel() > 0 && fused_cpu_backward({x, gy0, has_w ? w : x})) {
+    const Shape xs = x.sizes(), ns(xs.end() - k, xs.end());
+    std::vector<Tensor> f = eager::cpu::layer_norm_backward(gy0, x, ns, w, g.args.f64(4), g.needs(0),
+                                                            has_w && g.needs(1), has_b && g.needs(bi));
+    std::vector<Tensor> r(g.inputs.size());
+    r[0] = f[0];
+    if (has_w) r[1] = f[1];
+    if (has_b) r[bi] = f[2];
+    return r;
+  }
   const std::vector<int64_t> dims = ops::trailing_dims(x.dim(), k);
   Tensor xc = upcast(x);
   Tensor d = sub(xc, mean(xc, dims, true));
@@ -63,7 +76,6 @@ KILN_DERIVATIVE(layer_norm) {
   if (g.needs(0))
     r[0] = mul(rstd, sub(sub(gy, mean(gy, dims, true)), mul(xhat, mean(mul(gy, xhat), dims, true))));
   if (has_w && g.needs(1)) r[1] = sum_leading(mul(gc, xhat), k);
-  const size_t bi = has_w ? 2 : 1;
   if (has_b && g.needs(bi)) r[bi] = sum_leading(gc, k);
   return r;
 }

@@ -67,3 +67,55 @@ TEST(FusedBackward, GeluNonFiniteAsFormula) {
     expect_close(fused.slice(0, 3), formula.slice(0, 3).to_vector<double>(), 1e-6, 1e-30, "gelu tails");
   }
 }
+
+TEST(FusedBackward, LayerNormMatchesReferenceAndFormula) {
+  // Rows of 2 x 48 normalized elements; with weight and bias, weight only, and neither.
+  const int64_t rows = 40, m = 96;
+  for (DType dt : {kFloat32, kFloat64})
+    for (int params = 0; params < 3; ++params)
+      for (const char* layout : {"contiguous", "strided"}) {
+        std::vector<double> xv, gv, wv;
+        Tensor x = random_tensor({rows / 4, 4, 2, m / 2}, dt, &xv, layout, -3, 3);
+        Tensor gy = random_tensor(x.sizes(), dt, &gv);
+        Tensor w = params < 2 ? random_tensor({2, m / 2}, dt, &wv).requires_grad_() : Tensor();
+        Tensor b = params == 0 ? random_tensor({2, m / 2}, dt).requires_grad_() : Tensor();
+        if (!w.defined()) wv.assign(size_t(m), 1.0);
+        // Reference in double: xhat = (x - mu) rstd, gw = g w; dx = rstd (gw - mean gw - xhat mean(gw xhat)).
+        std::vector<double> dx(xv.size()), dw(size_t(m), 0.0), db(size_t(m), 0.0);
+        for (size_t r = 0; r < size_t(rows); ++r) {
+          const double* xr = &xv[r * m];
+          const double* gr = &gv[r * m];
+          double mu = 0, var = 0, mg = 0, mgx = 0;
+          for (size_t i = 0; i < size_t(m); ++i) mu += xr[i] / m;
+          for (size_t i = 0; i < size_t(m); ++i) var += (xr[i] - mu) * (xr[i] - mu) / m;
+          const double rstd = 1 / std::sqrt(var + 1e-5);
+          for (size_t i = 0; i < size_t(m); ++i) {
+            mg += gr[i] * wv[i] / m;
+            mgx += gr[i] * wv[i] * (xr[i] - mu) * rstd / m;
+          }
+          for (size_t i = 0; i < size_t(m); ++i) {
+            const double xh = (xr[i] - mu) * rstd;
+            dx[r * m + i] = rstd * (gr[i] * wv[i] - mg - xh * mgx);
+            dw[i] += gr[i] * xh;
+            db[i] += gr[i];
+          }
+        }
+        TensorList in{x.detach().requires_grad_()};
+        if (w.defined()) in.push_back(w);
+        if (b.defined()) in.push_back(b);
+        auto f = [&] { return layer_norm(in[0], {2, m / 2}, w, b); };
+        TensorList fused = grad({f()}, in, {gy});
+        TensorList formula = grad({f()}, in, {gy}, false, true);
+        const std::string what = std::string("layer_norm ") + name(dt) + " params " + std::to_string(params) + " " + layout;
+        const double t = dt == kFloat64 ? 1e-10 : 2e-4;
+        for (const TensorList* gs : {&fused, &formula}) {
+          const std::string which = what + (gs == &fused ? " fused" : " formula");
+          EXPECT_EQ((*gs)[0].dtype(), dt) << which;
+          expect_close((*gs)[0], dx, t, t, which + " dx");
+          if (w.defined()) expect_close((*gs)[1], dw, t, t * rows, which + " dw");
+          if (b.defined()) expect_close((*gs)[2], db, t, t * rows, which + " db");
+        }
+        for (size_t i = 0; i < fused.size(); ++i)
+          expect_close(fused[i], formula[i].detach().to_vector<double>(), t, t * rows, what + " fused vs formula");
+      }
+}

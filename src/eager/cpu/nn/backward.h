@@ -13,4 +13,10 @@ namespace kiln::eager::cpu {
 // gelu's input gradient grad * gelu'(x), in x's dtype (grad: x's shape and dtype, floating).
 Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool tanh_mode);
 
+// layer_norm's gradients {dx, dweight, dbias} (undefined where not asked for) over the trailing
+// `normalized` dims of x; float32/float64, grad of x's shape and weight (optional) of `normalized`,
+// all of x's dtype.
+std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized,
+                                        const Tensor& weight, double eps, bool need_x, bool need_w, bool need_b);
+
 }  // namespace kiln::eager::cpu
