@@ -34,6 +34,10 @@ Tensor output_for_grad(const ops::GradCtx& g, const std::function<Tensor()>& rec
 KILN_DERIVATIVE(softmax) {
   const Tensor& x = g.inputs[0];
   const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  const Tensor& gy = g.grads[0];
+  if ((x.dtype() == kFloat32 || x.dtype() == kFloat64) && dim == x.dim() - 1 && gy.dtype() == x.dtype() &&
+      fused_cpu_backward({x, gy}) && g.outputs[0].dtype() == x.dtype())
+    return {eager::cpu::softmax_backward(contiguous(gy), contiguous(g.outputs[0]))};
   Tensor y = upcast(output_for_grad(g, [&] { return softmax(x, dim, g.args.opt_dtype(2)); }));
   Tensor d = upcast(g.grads[0]);
   return {mul(y, sub(d, sum(mul(d, y), {dim}, true)))};

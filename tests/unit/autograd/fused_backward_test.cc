@@ -119,3 +119,30 @@ TEST(FusedBackward, LayerNormMatchesReferenceAndFormula) {
           expect_close(fused[i], formula[i].detach().to_vector<double>(), t, t * rows, what + " fused vs formula");
       }
 }
+
+TEST(FusedBackward, AttentionAndSoftmaxMatchFormulaAndFiniteDifferences) {
+  // scaled_dot_product_attention without a mask (causal or not, L != S, grouped heads) and softmax
+  // along the last dim: the fused gradients against the formula's in float32, and in float64
+  // against finite differences (gradcheck's backward is unrecorded, so it runs the fused kernels).
+  for (bool causal : {false, true})
+    for (bool gqa : {false, true}) {
+      const std::string what = std::string("sdpa") + (causal ? " causal" : "") + (gqa ? " gqa" : "");
+      Tensor q = random_tensor({2, 4, 5, 8}, kFloat32), k = random_tensor({2, gqa ? 2 : 4, 7, 8}, kFloat32);
+      Tensor v = random_tensor({2, gqa ? 2 : 4, 7, 6}, kFloat32, nullptr, "strided");
+      Tensor gy = random_tensor({2, 4, 5, 6}, kFloat32);
+      TensorList in{q.requires_grad_(), k.requires_grad_(), v.requires_grad_()};
+      auto f = [&] { return scaled_dot_product_attention(in[0], in[1], in[2], {}, 0.0, causal, 0.3, gqa); };
+      TensorList fused = grad({f()}, in, {gy}), formula = grad({f()}, in, {gy}, false, true);
+      for (size_t i = 0; i < 3; ++i)
+        expect_close(fused[i], formula[i].detach().to_vector<double>(), 1e-5, 1e-6, what + " input " + std::to_string(i));
+      expect_gradcheck(
+          [&](const TensorList& t) {
+            return TensorList{scaled_dot_product_attention(t[0], t[1], t[2], {}, 0.0, causal, std::nullopt, gqa)};
+          },
+          {grad_input({2, 4, 3, 4}), grad_input({2, gqa ? 2 : 4, 6, 4}), grad_input({2, gqa ? 2 : 4, 6, 5})}, what);
+    }
+  Tensor x = random_tensor({6, 33}, kFloat32, nullptr, "transposed", -5, 5), gy = random_tensor({6, 33}, kFloat32);
+  auto [fused, formula] = both_grads([](const Tensor& t) { return softmax(t, 1); }, x, gy);
+  expect_close(fused, formula.to_vector<double>(), 1e-5, 1e-7, "softmax");
+  expect_gradcheck([](const TensorList& t) { return TensorList{softmax(t[0], -1)}; }, {grad_input({3, 9})}, "softmax");
+}

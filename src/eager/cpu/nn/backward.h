@@ -19,4 +19,13 @@ Tensor gelu_backward(const Tensor& grad, const Tensor& x, bool tanh_mode);
 std::vector<Tensor> layer_norm_backward(const Tensor& grad, const Tensor& x, const Shape& normalized,
                                         const Tensor& weight, double eps, bool need_x, bool need_w, bool need_b);
 
+// Softmax along the last dim of contiguous float32/float64 scores times `scale`, key j of query
+// row i (dim -2) masked when causal and j > i (top-left aligned): the attention probabilities
+// that scaled_dot_product_attention's derivative recomputes, as its formula's ops compute them.
+Tensor attention_probs(const Tensor& scores, double scale, bool causal);
+
+// y (d - sum(d y)) along the last dim (sum in double): softmax's input gradient from its output y
+// and output gradient d, contiguous float32/float64 of one dtype and shape.
+Tensor softmax_backward(const Tensor& grad, const Tensor& y);
+
 }  // namespace kiln::eager::cpu
