@@ -18,7 +18,9 @@ struct EmittedKernel {
   int64_t shared_bytes = 0;  // dynamic shared memory per block (the program's blocks)
 };
 
-EmittedKernel emit_kernel(const Program& p);
+// arch: the target's NVRTC arch ("sm_90a"); on an sm_90a target the dots whose shapes allow it
+// run on wgmma, else on mma.sync (docs/cuda.md).
+EmittedKernel emit_kernel(const Program& p, const std::string& arch = "");
 // A translation unit for NVRTC: the scalar prelude, the CUDA support code, then the kernels.
 std::string translation_unit(const std::vector<EmittedKernel>& kernels);
 

@@ -1,6 +1,7 @@
 // Compiling, loading and launching tile kernels on a GPU (kernel.h).
 #include "tile/cuda/kernel.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "runtime/cache.h"
@@ -137,10 +138,12 @@ Kernel compile(Program p, const std::string& passes) {
   d->name = p.name;
   d->meta = p.meta;
   for (const Param& prm : p.params) d->params.push_back({prm.name, prm.kind, prm.value->type.dtype});
-  d->emitted = emit_kernel(p);
-  d->source = translation_unit(std::vector<EmittedKernel>{d->emitted});
   d->device = rc::current_device();
   d->arch = rc::properties(d->device).arch();
+  // KILN_TILE_WGMMA=0: the dots on mma.sync even on sm_90a (to compare the two)
+  const char* wgmma = std::getenv("KILN_TILE_WGMMA");
+  d->emitted = emit_kernel(p, wgmma && std::string(wgmma) == "0" ? std::string() : d->arch);
+  d->source = translation_unit(std::vector<EmittedKernel>{d->emitted});
   const std::string image = cubin(d->source, p.name + ".cu", d->arch);
   d->module = rc::module_load(image, d->device);
   d->fn = rc::module_function(d->module, d->emitted.entry.c_str());

@@ -172,6 +172,41 @@ TEST(TileCudaEmit, Bf16DotRunsOnTensorCores) {
   EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.wait_group 2"), 1);
 }
 
+// On sm_90a a dot whose shape allows it runs on wgmma: 128 x 256 x 64 with 8 warps is 2 x 1
+// warpgroups, each one m64n256k16 per k16 step; the accumulators stay in registers; the operands
+// in the wgmma layout (1024-byte aligned stages, 1024 bytes more for the alignment), written by
+// cp.async and fenced for the async proxy before the barrier; the PTX has the wgmmas with their
+// fence, commit and wait, and no mma.sync. A shape wgmma cannot take (K = 48) keeps mma.sync,
+// and without the arch every dot stays on mma.sync.
+TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
+  const cuda::EmittedKernel k = cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a");
+  EXPECT_NE(k.source.find("on tensor cores (wgmma m64n256k16, bf16 -> f32): 2 x 1 warpgroups, each 1 m64 tiles"), std::string::npos)
+      << k.source;
+  EXPECT_EQ(k.shared_bytes, 4 * (128 * 64 + 64 * 256) * 2 + 1024);
+  EXPECT_NE(k.source.find("kiln_tile_mma_regs<float, 128>"), std::string::npos);
+  EXPECT_NE(k.source.find("kiln_tile_smem16<true, 64, 128>"), std::string::npos);  // a: [128, 64]
+  EXPECT_NE(k.source.find("kiln_tile_smem16<true, 256, 64>"), std::string::npos);  // b: [64, 256]
+  EXPECT_NE(k.source.find("kiln_tile_cp_async_wait<3>();  // this iteration's\n    kiln_tile_fence_async();\n    __syncthreads();"),
+            std::string::npos);
+  EXPECT_EQ(k.source.find("@@"), std::string::npos);
+  const cuda::EmittedKernel odd = cuda::emit_kernel(prepared({"mm48", [] { return gpu_bench::matmul(128, 128, 48, 8); }}), "sm_90a");
+  EXPECT_NE(odd.source.find("mma.sync m16n8k16"), std::string::npos);
+  EXPECT_EQ(odd.source.find("wgmma"), std::string::npos);
+  EXPECT_EQ(cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }})).source.find("wgmma m64"),
+            std::string::npos);
+
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  const std::string ptx = nvrtc::compile(cuda::translation_unit({k}), "mm.cu", "compute_90a", {"-std=c++17"}).binary;
+  const std::string body = ptx.substr(ptx.find(".entry " + k.entry));
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4);  // BK / 16
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.fence.sync.aligned"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.commit_group.sync.aligned"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.wait_group.sync.aligned 0"), 1);
+  EXPECT_GE(kiln::test::count_occurrences(body, "fence.proxy.async.shared::cta"), 1);
+  EXPECT_EQ(body.find("mma.sync"), std::string::npos);
+}
+
 // The benchmark's matmul kernel is a matmul whose grouped tile order covers every tile once: on
 // the CPU backend at 10 x 3 tiles (a group of 8 tile rows, then a short one of 2) against eager
 // matmul (the CUDA cases compare with the same kernel on the CPU, which cannot see that).
