@@ -993,17 +993,27 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
   o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + std::to_string(S - 1) + "; ++_pipe_s) {");
   issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
   o.push_back(pad + "}");
+  // With one wgmma dot in the loop, the next iteration's copies are issued while its wgmmas run
+  // (after they are issued, before they are waited for): one group fewer is committed at the top.
+  size_t mma_wait = end;
+  for (size_t k = i; k < end; ++k)
+    if (wgmma() && trimmed(lines[k]) == "kiln_tile_wgmma_wait<0>();") mma_wait = mma_wait == end ? k : lines.size();
+  if (mma_wait == lines.size()) mma_wait = end;
+  const bool overlap = mma_wait < end;
   o.push_back(lines[h - 1]);
-  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read");
+  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read" +
+              (overlap ? " (issued while this iteration's wgmmas run)" : ""));
   o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + std::to_string(S - 1) + " * (" + step + ");");
-  issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
-  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1) + ">();  // this iteration's");
+  if (!overlap) issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
+  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1 - overlap) + ">();  // this iteration's");
   if (wgmma()) o.push_back(pad + "  kiln_tile_fence_async();");
   o.push_back(pad + "  __syncthreads();");
   o.push_back(pad + "  const int _stage = _pipe_it % " + ss + ";");
   for (size_t k = h; k < b; ++k) o.push_back(lines[k]);
   o.insert(o.end(), decls.begin(), decls.end());
-  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(end));
+  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(mma_wait));
+  if (overlap) issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
+  o.insert(o.end(), lines.begin() + long(mma_wait), lines.begin() + long(end));
   o.push_back(pad + "  ++_pipe_it;");
   o.insert(o.end(), lines.begin() + long(end), lines.end());
   return join(o);

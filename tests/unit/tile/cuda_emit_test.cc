@@ -186,8 +186,12 @@ TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
   EXPECT_NE(k.source.find("kiln_tile_mma_regs<float, 128>"), std::string::npos);
   EXPECT_NE(k.source.find("kiln_tile_smem16<true, 64, 128>"), std::string::npos);  // a: [128, 64]
   EXPECT_NE(k.source.find("kiln_tile_smem16<true, 256, 64>"), std::string::npos);  // b: [64, 256]
-  EXPECT_NE(k.source.find("kiln_tile_cp_async_wait<3>();  // this iteration's\n    kiln_tile_fence_async();\n    __syncthreads();"),
+  // (the next iteration's copies issued between the wgmmas and their wait: 2 groups may be pending)
+  EXPECT_NE(k.source.find("kiln_tile_cp_async_wait<2>();  // this iteration's\n    kiln_tile_fence_async();\n    __syncthreads();"),
             std::string::npos);
+  const size_t issued = k.source.find("kiln_tile_wgmma_commit();"), next = k.source.find("const int _stage = (_pipe_it + 3) % 4;");
+  EXPECT_LT(issued, next);
+  EXPECT_LT(next, k.source.find("kiln_tile_wgmma_wait<0>();"));
   EXPECT_EQ(k.source.find("@@"), std::string::npos);
   const cuda::EmittedKernel odd = cuda::emit_kernel(prepared({"mm48", [] { return gpu_bench::matmul(128, 128, 48, 8); }}), "sm_90a");
   EXPECT_NE(odd.source.find("mma.sync m16n8k16"), std::string::npos);
