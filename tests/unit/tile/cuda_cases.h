@@ -68,7 +68,7 @@ inline std::vector<Case> cases() {
       {"wgmma_matmul", cpu::Grid(4), {randn({200, 150}).to(kBFloat16), randn({150, 300}).to(kBFloat16), zeros({200, 300}, kBFloat16), 200, 300, 150}, 8e-3},
       {"wgmma_matmul", cpu::Grid(4), {randn({256, 128}).to(kBFloat16), randn({128, 512}).to(kBFloat16), zeros({256, 512}, kBFloat16), 256, 512, 128}, 8e-3},
       {"wgmma_matmul_k16", cpu::Grid(6), {randn({130, 48}).to(kBFloat16), randn({48, 128}).to(kBFloat16), zeros({130, 128}, kBFloat16), 130, 128, 48}, 8e-3},
-      {"wgmma_matmul_k128", cpu::Grid(2), {randn({512, 256}).to(kBFloat16), randn({256, 128}).to(kBFloat16), zeros({512, 128}, kBFloat16), 512, 128, 256}, 8e-3},
+      {"wgmma_matmul_k128", cpu::Grid(8), {randn({512, 256}).to(kBFloat16), randn({256, 128}).to(kBFloat16), zeros({512, 128}, kBFloat16), 512, 128, 256}, 8e-3},
       {"wgmma_matmul_n32", cpu::Grid(4), {randn({100, 64}).to(kBFloat16), randn({64, 64}).to(kBFloat16), zeros({100, 64}, kBFloat16), 100, 64, 64}, 8e-3},
   };
 }

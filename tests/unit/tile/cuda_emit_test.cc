@@ -85,7 +85,7 @@ TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
   namespace nvrtc = runtime::cuda::nvrtc;
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
   std::vector<cuda::EmittedKernel> kernels;
-  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k)));
+  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k), test::host_test_arch(k.name)));
   const std::string src = cuda::translation_unit(kernels);
   nvrtc::Output out;
   try {

@@ -210,7 +210,7 @@ TEST(TileCudaEmulated, EveryKernelMatchesTheCpuBackend) {
     Program p = nk.make();
     verify(p);
     run_passes(p, default_passes());
-    emitted.push_back(cuda::emit_kernel(p, nk.name.starts_with("wgmma_") ? "sm_90a" : ""));
+    emitted.push_back(cuda::emit_kernel(p, test::host_test_arch(nk.name)));
     const cuda::EmittedKernel& k = emitted.back();
     types[nk.name] = param_types(k);
     std::string call;
