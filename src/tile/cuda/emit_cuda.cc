@@ -570,14 +570,17 @@ class CudaEmitter final : public CLikeEmitter {
     const int64_t at = shared_bytes_;
     shared_names_.push_back(name);
     shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
-    if (shared_bytes_ > kMaxSharedBytes)
-      fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
-                                      " KB of shared memory per thread block"),
-              "use smaller block sizes (a program's blocks live in its thread block's shared memory)");
+    check_shared_bytes();
     const std::string decl = type + "* const " + name + " = reinterpret_cast<" + type + "*>(kiln_tile_smem + " +
                              std::to_string(at) + ");";
     if (serial_) hoisted_.push_back(decl);
     else out().line(decl);
+  }
+  void check_shared_bytes() {
+    if (shared_bytes_ > kMaxSharedBytes)
+      fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
+                                      " KB of shared memory per thread block"),
+              "use smaller block sizes (a program's blocks live in its thread block's shared memory)");
   }
   // Each per-element loop ends with a barrier already (end_elements).
   void barrier() override {}
@@ -1024,6 +1027,7 @@ void CudaEmitter::emit_program(const std::string& unpipelined) {
   const Program& p = program();
   for (const int64_t n : wgmma_widths_) out().raw(wgmma_instruction(n));
   if (wgmma()) shared_bytes_ += kWgmmaAlignPad;
+  check_shared_bytes();  // (here only the alignment's 1024 bytes can take it over)
   std::string meta;
   for (const auto& [n, v] : p.meta.constexprs) meta += (meta.empty() ? "" : ", ") + n + "=" + v.str();
   out().line("// ---------------------------------------------------------------- kernel " + p.name);
