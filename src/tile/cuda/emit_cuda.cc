@@ -176,9 +176,13 @@ __device__ inline unsigned kiln_tile_word(const T* v, int k) {
     return w;
   }
 }
+// last: the pointers are known to be consecutive and the mask true on a whole run where it is
+// at the run's last element (copy_run), so only those are tested (the others are left to the
+// element-wise path).
 template <class T, int R>
-__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes) {
+__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes, bool last = false) {
   bool whole = reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
+  if (last) return whole && m[R - 1];
 #pragma unroll
   for (int i = 0; i < R; ++i) whole = whole && m[i] && p[i] == p[0] + i;
   return whole;
@@ -353,8 +357,9 @@ struct kiln_tile_smem16 {
   // A run of 8 elements from e (a multiple of 8) loaded from the pointers p where m: one
   // 16-byte cp.async (global -> shared, no registers) when the run is whole, contiguous and
   // aligned; else element by element (other where masked), synchronously.
-  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other) const {
-    if (kiln_tile_whole_run(src, m, 16)) {
+  // last: consecutive pointers, the mask true on the run where it is at its last element (emit_cuda.cc: prefix_mask).
+  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other, bool last = false) const {
+    if (kiln_tile_whole_run(src, m, 16, last)) {
       kiln_tile_cp_async16(p + at(e), src[0]);
     } else {
       uint16_t* to = p + at(e);  // (the run keeps its order inside its chunk)
@@ -733,6 +738,63 @@ class CudaEmitter final : public CLikeEmitter {
   std::vector<std::string> hoisted_;  // block declarations of serial code, made before it
 };
 
+// How an integer or pointer value varies along its last dim (the runs' dim): not at all, by
+// exactly +1 an element (an arange), never down, never up, or unknown. (Index arithmetic is
+// taken not to wrap, as the run's own addresses are.)
+enum class Along { Const, Unit, Up, Down, Any };
+Along rising(Along a) { return a == Along::Unit ? Along::Up : a; }
+Along along_last(const Value* v) {
+  if (!v->type.is_block()) return Along::Const;
+  if (!v->def) return Along::Any;
+  const Op& op = *v->def;
+  const Value* x = op.operands.empty() ? nullptr : op.operands[0];
+  switch (op.code) {
+    case OpCode::Constant:
+    case OpCode::Splat: return Along::Const;
+    case OpCode::Arange: return Along::Unit;
+    case OpCode::ExpandDims: return op.axis == v->type.rank() - 1 ? Along::Const : along_last(x);
+    case OpCode::Broadcast: return x->type.shape.back() == 1 ? Along::Const : along_last(x);
+    case OpCode::Cast:  // to an integer at least as wide
+      return is_integral(x->type.dtype) && is_integral(v->type.dtype) &&
+                     (x->type.dtype == v->type.dtype || itemsize(v->type.dtype) > itemsize(x->type.dtype))
+                 ? along_last(x)
+                 : Along::Any;
+    case OpCode::AddPtr:  // pointer + offset, as add
+    case OpCode::Pointwise: {
+      std::vector<Along> a;
+      for (const Value* o : op.operands) a.push_back(along_last(o));
+      if (std::all_of(a.begin(), a.end(), [](Along k) { return k == Along::Const; })) return Along::Const;
+      const bool add = op.code == OpCode::AddPtr || op.prim == ops::OpId::add;
+      if ((!add && op.prim != ops::OpId::sub) || a.size() != 2) return Along::Any;
+      if (!add && a[1] != Along::Const)  // x - y = x + (-y)
+        a[1] = rising(a[1]) == Along::Up ? Along::Down : a[1] == Along::Down ? Along::Up : Along::Any;
+      if (a[0] == Along::Const) return a[1];
+      if (a[1] == Along::Const) return a[0];
+      return rising(a[0]) == rising(a[1]) ? rising(a[0]) : Along::Any;
+    }
+    default: return Along::Any;
+  }
+}
+
+// Whether a block mask is, along its last dim, an AND of terms each constant or true on a prefix
+// (an index that never goes down, below a bound: x < n, n > x; or one that never goes up, above
+// a bound): then where it is true at a run's last element it is true on the whole run.
+bool prefix_mask(const Value* m) {
+  if (along_last(m) == Along::Const) return true;
+  const Op* op = m->def;
+  if (!op) return false;
+  if (op->code == OpCode::Broadcast || op->code == OpCode::ExpandDims) return prefix_mask(op->operands[0]);
+  if (op->code != OpCode::Pointwise || op->operands.size() != 2) return false;
+  const ops::OpId k = op->prim;
+  if ((k == ops::OpId::bitwise_and || k == ops::OpId::logical_and) && m->type.dtype == kBool)
+    return prefix_mask(op->operands[0]) && prefix_mask(op->operands[1]);
+  Along x = along_last(op->operands[0]), n = along_last(op->operands[1]);
+  if (k == ops::OpId::gt || k == ops::OpId::ge) std::swap(x, n);  // n > x is x < n
+  else if (k != ops::OpId::lt && k != ops::OpId::le) return false;
+  // x < n: a prefix where x never goes down and n is constant, or x is constant and n never goes up
+  return (rising(x) == Along::Up && n == Along::Const) || (x == Along::Const && n == Along::Down);
+}
+
 void CudaEmitter::choose_runs(const Program& p) {
   // 16 bytes of the narrowest type a block is loaded or stored as (4 to 8 elements).
   int64_t narrowest = 0;
@@ -802,6 +864,8 @@ void CudaEmitter::finish_run(int64_t run) {
       at = end;
     }
     if (only) copy_to = packed[0], copy_other = other ? element(other, std::vector<std::string>(size_t(other->type.rank()), "0")) : "0.0f";
+    if (only && along_last(load->operands[0]) == Along::Unit && (load->operands.size() < 2 || prefix_mask(load->operands[1])))
+      copy_other += ", true";
   }
   auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);

@@ -211,6 +211,27 @@ TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
   EXPECT_EQ(body.find("mma.sync"), std::string::npos);
 }
 
+// A copy whose pointers rise by one element along the run and whose mask is true on a prefix of
+// it (index < bound, as the matmul's) tests only the run's last element's mask on the 16-byte
+// path; a mask true on a suffix (k >= lo) or none keep their own tests (the emulation runs both).
+TEST(TileCudaEmit, CopiesTestOnlyTheLastMaskOfAPrefixMask) {
+  const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a");
+  EXPECT_EQ(kiln::test::count_occurrences(mm.source, ", 0.0f, true);"), 4);  // a and b, before and in the loop
+  const cuda::EmittedKernel k = cuda::emit_kernel(prepared({"mm_suffix", [] {
+    Builder b("mm_suffix");
+    auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kFloat32);
+    auto lo = b.arg_int("lo");
+    auto r = b.arange(0, 64), kk = b.arange(0, 16), n = b.arange(0, 64);
+    auto at = b.load(a + r.expand_dims(1) * 16 + kk.expand_dims(0), (r.expand_dims(1) < 64) & (kk.expand_dims(0) >= lo), 0.0);
+    auto bt = b.load(bp + kk.expand_dims(1) * 64 + n.expand_dims(0));
+    b.store(c + r.expand_dims(1) * 64 + n.expand_dims(0), b.dot(at, bt, b.zeros({64, 64})));
+    return b.finish();
+  }}), "sm_90a");
+  EXPECT_NE(k.source.find("wgmma m64n64k16"), std::string::npos) << k.source;
+  EXPECT_EQ(kiln::test::count_occurrences(k.source, ", 0.0f, true);"), 1) << k.source;  // b's only
+  EXPECT_EQ(kiln::test::count_occurrences(k.source, ".copy_run(_e, "), 2);
+}
+
 // The benchmark's matmul kernel is a matmul whose grouped tile order covers every tile once: on
 // the CPU backend at 10 x 3 tiles (a group of 8 tile rows, then a short one of 2) against eager
 // matmul (the CUDA cases compare with the same kernel on the CPU, which cannot see that).
