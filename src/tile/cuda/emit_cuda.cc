@@ -445,7 +445,7 @@ std::string wgmma_instruction(int64_t n);
 
 class CudaEmitter final : public CLikeEmitter {
  public:
-  explicit CudaEmitter(bool wgmma) : wgmma_target_(wgmma) {}
+  CudaEmitter(bool wgmma, bool in_flight) : wgmma_target_(wgmma), in_flight_(in_flight) {}
   EmittedKernel run(const Program& p) {
     threads_ = p.meta.num_warps * 32;
     KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
@@ -654,7 +654,9 @@ class CudaEmitter final : public CLikeEmitter {
   std::optional<Mma> choose_wgmma(const std::vector<int64_t>& rs, int64_t K) const;
   bool wgmma() const { return mma_ && mma_->wgmma; }
   const bool wgmma_target_;  // the target is sm_90a: dots whose shapes allow run on wgmma
+  const bool in_flight_;     // a pipelined loop's wgmmas may stay in flight into the next iteration
   std::set<int64_t> wgmma_widths_;  // the N of the wgmma instructions the kernel issues
+  std::string wgmma_acc_;           // the accumulator block of the (last) wgmma dot, in registers
   std::optional<Mma> mma_;
   std::set<const Op*> mma_dots_;
   std::set<std::string> operand16_;  // the blocks of tensor-core operands (kiln_tile_smem16)
@@ -1053,36 +1055,50 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
     o.push_back(pad + "  }");
     o.push_back(pad + "  kiln_tile_cp_async_commit();");
   };
-  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + std::to_string(S - 1) +
-              " iterations' issued here");
-  o.push_back(pad + "int _pipe_it = 0;");
-  o.push_back(pad + "#pragma unroll");
-  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + std::to_string(S - 1) + "; ++_pipe_s) {");
-  issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
-  o.push_back(pad + "}");
   // With one wgmma dot in the loop, the next iteration's copies are issued while its wgmmas run
-  // (after they are issued, before they are waited for): one group fewer is committed at the top.
+  // (after they are issued, before they are waited for). With 3 or more stages the wgmmas also
+  // stay in flight into the next iteration (wgmma.wait_group 1: the previous iteration's are
+  // done), so the copies go into the stage read two iterations back, free after the top barrier
+  // (every warpgroup has waited for those wgmmas), S - 2 iterations ahead; after the loop all
+  // are waited for (wait_group 0, and the accumulators fenced for the compiler).
   size_t mma_wait = end;
   for (size_t k = i; k < end; ++k)
     if (wgmma() && trimmed(lines[k]) == "kiln_tile_wgmma_wait<0>();") mma_wait = mma_wait == end ? k : lines.size();
   if (mma_wait == lines.size()) mma_wait = end;
-  const bool overlap = mma_wait < end;
+  const bool overlap = mma_wait < end, deep = overlap && in_flight_ && S >= 3 && !wgmma_acc_.empty();
+  const int ahead = deep ? S - 2 : S - 1;  // iterations whose copies are in flight
+  const std::string as = std::to_string(ahead);
+  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + as +
+              " iterations' issued here");
+  o.push_back(pad + "int _pipe_it = 0;");
+  o.push_back(pad + "#pragma unroll");
+  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + as + "; ++_pipe_s) {");
+  issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
+  o.push_back(pad + "}");
   o.push_back(lines[h - 1]);
-  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read" +
+  o.push_back(pad + "  // iteration + " + as + "'s loads, into the stage iteration - " + std::to_string(S - ahead) + " read" +
               (overlap ? " (issued while this iteration's wgmmas run)" : ""));
-  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + std::to_string(S - 1) + " * (" + step + ");");
-  if (!overlap) issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
-  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1 - overlap) + ">();  // this iteration's");
+  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + as + " * (" + step + ");");
+  const std::string next_stage = "(_pipe_it + " + as + ") % " + ss;
+  if (!overlap) issue("_pipe_next", next_stage);
+  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(ahead - overlap) + ">();  // this iteration's");
   if (wgmma()) o.push_back(pad + "  kiln_tile_fence_async();");
   o.push_back(pad + "  __syncthreads();");
   o.push_back(pad + "  const int _stage = _pipe_it % " + ss + ";");
   for (size_t k = h; k < b; ++k) o.push_back(lines[k]);
   o.insert(o.end(), decls.begin(), decls.end());
   o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(mma_wait));
-  if (overlap) issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
-  o.insert(o.end(), lines.begin() + long(mma_wait), lines.begin() + long(end));
+  if (overlap) issue("_pipe_next", next_stage);
+  if (deep) o.push_back(lines[mma_wait].substr(0, indent(lines[mma_wait])) + "kiln_tile_wgmma_wait<1>();  // the previous iteration's");
+  o.insert(o.end(), lines.begin() + long(mma_wait + deep), lines.begin() + long(end));
   o.push_back(pad + "  ++_pipe_it;");
-  o.insert(o.end(), lines.begin() + long(end), lines.end());
+  o.push_back(lines[end]);
+  if (deep) {
+    o.push_back(pad + "kiln_tile_wgmma_wait<0>();  // the last iteration's wgmmas");
+    o.push_back(pad + "#pragma unroll");
+    o.push_back(pad + "for (int _j = 0; _j < " + std::to_string(mma_->per_thread()) + "; ++_j) kiln_tile_wgmma_reg(" + wgmma_acc_ + ".r[_j]);");
+  }
+  o.insert(o.end(), lines.begin() + long(end) + 1, lines.end());
   return join(o);
 }
 
@@ -1402,6 +1418,8 @@ void CudaEmitter::emit_wgmma_dot(const Op& op) {
   const std::vector<int64_t>& shape = r->type.shape;
   const int64_t M = shape[0], K = a->type.shape[1], N = shape[1], width = m.nt * 8;
   wgmma_widths_.insert(width);
+  wgmma_acc_ = in_mma_registers(acc) ? array_name(acc) : std::string();  // (pipeline_loads: waited for after the loop)
+  if (!in_mma_registers(r)) wgmma_acc_.clear();
   const std::string regs = std::to_string(m.per_thread()), w = std::to_string(width);
   out().line("// dot [" + std::to_string(M) + ", " + std::to_string(K) + "] @ [" + std::to_string(K) + ", " + std::to_string(N) +
              "] on tensor cores (wgmma m64n" + w + "k16, " + short_name(a->type.dtype) + " -> f32): " + std::to_string(m.wm) + " x " +
@@ -1409,10 +1427,18 @@ void CudaEmitter::emit_wgmma_dot(const Op& op) {
   const std::string res = array_name(r);
   declare(r, res);
   out().open("");
-  out().line("float _c[" + regs + "];");
-  ElementIndex e = begin_elements(shape);
-  out().line("_c[_j] = " + element(acc, e.dims, e.linear) + ";");
-  end_elements(shape);
+  // An accumulator in registers that only this dot reads is accumulated in place: no other
+  // instruction writes the wgmmas' registers, so they can stay in flight across iterations.
+  const bool inplace = in_mma_registers(acc) && users_of_[acc].size() == 1 && block_named(array_name(acc)) == acc;
+  ElementIndex e;
+  if (inplace) {
+    out().line("float (&_c)[" + regs + "] = " + array_name(acc) + ".r;");
+  } else {
+    out().line("float _c[" + regs + "];");
+    e = begin_elements(shape);
+    out().line("_c[_j] = " + element(acc, e.dims, e.linear) + ";");
+    end_elements(shape);
+  }
   out().line("const int _grow = int(threadIdx.x >> 7) / " + std::to_string(m.wn) + " * " + std::to_string(M / m.wm) +
              ", _gcol = int(threadIdx.x >> 7) % " + std::to_string(m.wn) + " * " + std::to_string(N / m.wn) + ";");
   out().line("#pragma unroll");
@@ -1483,8 +1509,8 @@ void CudaEmitter::emit_dot(const Op& op) {
 
 }  // namespace
 
-EmittedKernel emit_kernel(const Program& p, const std::string& arch) {
-  CudaEmitter e(arch.ends_with("_90a"));
+EmittedKernel emit_kernel(const Program& p, const std::string& arch, bool in_flight) {
+  CudaEmitter e(arch.ends_with("_90a"), in_flight);
   return e.run(p);
 }
 

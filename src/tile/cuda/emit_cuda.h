@@ -19,8 +19,10 @@ struct EmittedKernel {
 };
 
 // arch: the target's NVRTC arch ("sm_90a"); on an sm_90a target the dots whose shapes allow it
-// run on wgmma, else on mma.sync (docs/cuda.md).
-EmittedKernel emit_kernel(const Program& p, const std::string& arch = "");
+// run on wgmma, else on mma.sync (docs/cuda.md). in_flight: a pipelined loop's wgmmas may stay
+// in flight into the next iteration (false: each iteration waits for its own; the choice where
+// ptxas would serialize them, kernel.cc).
+EmittedKernel emit_kernel(const Program& p, const std::string& arch = "", bool in_flight = true);
 // A translation unit for NVRTC: the scalar prelude, the CUDA support code, then the kernels.
 std::string translation_unit(const std::vector<EmittedKernel>& kernels);
 

@@ -178,8 +178,10 @@ TEST(TileCudaEmit, Bf16DotRunsOnTensorCores) {
 // cp.async and fenced for the async proxy before the barrier; the PTX has the wgmmas with their
 // fence, commit and wait, and no mma.sync. A shape wgmma cannot take (K = 48) keeps mma.sync,
 // and without the arch every dot stays on mma.sync.
+// (Each iteration waiting for its wgmmas, in_flight false; the next test keeps them in flight.)
 TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
-  const cuda::EmittedKernel k = cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a");
+  const cuda::EmittedKernel k =
+      cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a", false);
   EXPECT_NE(k.source.find("on tensor cores (wgmma m64n256k16, bf16 -> f32): 2 x 1 warpgroups, each 1 m64 tiles"), std::string::npos)
       << k.source;
   EXPECT_EQ(k.shared_bytes, 4 * (128 * 64 + 64 * 256) * 2 + 1024);
@@ -209,6 +211,31 @@ TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
   EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.wait_group.sync.aligned 0"), 1);
   EXPECT_GE(kiln::test::count_occurrences(body, "fence.proxy.async.shared::cta"), 1);
   EXPECT_EQ(body.find("mma.sync"), std::string::npos);
+}
+
+// In a pipelined loop of 3 or more stages the wgmmas stay in flight into the next iteration
+// (wait_group 1 in the loop, 0 after it; the copies go S - 2 iterations ahead, into the stage read
+// two iterations back); where ptxas would serialize them (C7515, 128x256x64 at 255 registers)
+// cuda::cubin takes the fallback's cubin (each iteration waiting for its own), and where it
+// would not (256x128x64) the in-flight one.
+TEST(TileCudaEmit, WgmmasStayInFlightUnlessPtxasSerializesThem) {
+  auto source = [](int64_t bm, int64_t bn, bool in_flight) {
+    return cuda::translation_unit({cuda::emit_kernel(prepared({"mm", [&] { return gpu_bench::matmul(bm, bn, 64, 8, 4); }}), "sm_90a", in_flight)});
+  };
+  const std::string deep = source(128, 256, true), waited = source(128, 256, false);
+  EXPECT_EQ(kiln::test::count_occurrences(deep, "kiln_tile_wgmma_wait<1>();  // the previous iteration's"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(deep, "kiln_tile_wgmma_wait<0>();  // the last iteration's wgmmas"), 1);
+  EXPECT_NE(deep.find("kiln_tile_cp_async_wait<1>();  // this iteration's"), std::string::npos);
+  EXPECT_NE(deep.find("const int _stage = (_pipe_it + 2) % 4;"), std::string::npos);
+  EXPECT_EQ(waited.find("kiln_tile_wgmma_wait<1>"), std::string::npos);
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  EXPECT_NE(nvrtc::compile(deep, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).log.find("C7515"), std::string::npos);
+  EXPECT_TRUE(cuda::cubin(deep, "mm.cu", "sm_90a", waited) == nvrtc::compile(waited, "mm.cu", "sm_90a", {"-std=c++17"}).binary);
+  const std::string deep2 = source(256, 128, true), waited2 = source(256, 128, false);
+  // (the cubin records ptxas's options: the in-flight one was compiled with -v)
+  EXPECT_TRUE(cuda::cubin(deep2, "mm.cu", "sm_90a", waited2) ==
+              nvrtc::compile(deep2, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).binary);
 }
 
 // A copy whose pointers rise by one element along the run and whose mask is true on a prefix of
