@@ -9,8 +9,8 @@ the same batches.
 Each measurement is its own process at one thread (OMP_NUM_THREADS=1 and OPENBLAS_NUM_THREADS=1,
 which set both kiln's OpenMP loops and its OpenBLAS; torch.set_num_threads(1) as well); the
 modes run interleaved, round after round (kiln torch kiln torch ...), each reporting the median
-ms of --steps steps after 3 warm-up steps. Prints every round, then the median over rounds and
-the ratio to torch. --kiln DIR (repeatable) adds a kiln mode whose package is imported from DIR
+ms of --steps steps after 3 warm-up steps (wall clock, and the process's CPU time, which a loaded
+machine inflates less). Prints every round, then the medians over rounds and the ratios to torch. --kiln DIR (repeatable) adds a kiln mode whose package is imported from DIR
 (another build's python/ folder; a copy made elsewhere carries that build's libkiln.so in its
 kiln/), for before/after comparisons in one run.
 """
@@ -35,10 +35,10 @@ def batches(n):
 
 
 def time_steps(model, opt, data, to_tensor):
-    times = []
+    times, cpu = [], []
     for i, d in enumerate(data):
         x, y = to_tensor(d[:, :-1]), to_tensor(d[:, 1:])
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         loss = model(x, y)
         opt.zero_grad()
         loss.backward()
@@ -46,7 +46,8 @@ def time_steps(model, opt, data, to_tensor):
         loss.item()  # read the loss, as a training loop does
         if i >= WARMUP:
             times.append(time.perf_counter() - t0)
-    return statistics.median(times) * 1e3
+            cpu.append(time.process_time() - c0)
+    return {"ms": statistics.median(times) * 1e3, "cpu_ms": statistics.median(cpu) * 1e3}
 
 
 def worker(lib, weights, steps):
@@ -70,7 +71,7 @@ def worker(lib, weights, steps):
         model.load_state_dict(kiln.load(weights))
         opt = kiln.optim.AdamW(model.parameters(), lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
         to_tensor = lambda a: kiln.tensor(np.ascontiguousarray(a))  # noqa: E731
-    print(json.dumps({"ms": time_steps(model, opt, data, to_tensor)}))
+    print(json.dumps(time_steps(model, opt, data, to_tensor)))
 
 
 def spawn(lib, pythonpath, weights, steps):
@@ -81,7 +82,7 @@ def spawn(lib, pythonpath, weights, steps):
             env["LD_LIBRARY_PATH"] = os.path.join(pythonpath, "kiln")
     out = subprocess.run([sys.executable, __file__, "--worker", lib, "--weights", weights, "--steps", str(steps)],
                          env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])["ms"]
+    return json.loads(out.strip().splitlines()[-1])
 
 
 def main():
@@ -107,15 +108,18 @@ def main():
         weights = os.path.join(tmp, "init.safetensors")
         kiln.save(km.state_dict(), weights)
         ms = {name: [] for name, _, _ in modes}
+        cpu = {name: [] for name, _, _ in modes}
         for r in range(args.rounds):
             for name, lib, path in modes:
-                ms[name].append(spawn(lib, path, weights, args.steps))
+                res = spawn(lib, path, weights, args.steps)
+                ms[name].append(res["ms"])
+                cpu[name].append(res["cpu_ms"])
             print(f"round {r}: " + "  ".join(f"{n} {v[-1]:.2f}" for n, v in ms.items()), flush=True)
-    t = statistics.median(ms["torch"])
+    t, tc = statistics.median(ms["torch"]), statistics.median(cpu["torch"])
     print(f"load (uptime): {os.getloadavg()[0]:.2f}")
     for name, _, _ in modes:
-        m = statistics.median(ms[name])
-        print(f"{name:40s} {m:8.2f} ms/step   {m / t:5.2f}x torch")
+        m, c = statistics.median(ms[name]), statistics.median(cpu[name])
+        print(f"{name:40s} {m:8.2f} ms/step {m / t:5.2f}x torch   CPU {c:8.2f} ms/step {c / tc:5.2f}x torch")
 
 
 if __name__ == "__main__":

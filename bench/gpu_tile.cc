@@ -7,7 +7,7 @@
 // the CUDA toolkit has it), its result checked against cuBLAS's. bench/gpu.sh runs it.
 //
 //   ./build/kiln_bench_gpu_tile [--reps N]      # one line per workload, and a JSON line each
-//   ./build/kiln_bench_gpu_tile --sources       # the kernels' CUDA translation unit
+//   ./build/kiln_bench_gpu_tile --sources [ARCH]  # the kernels' CUDA translation unit (for ARCH: sm_90a: wgmma)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -45,10 +45,18 @@ struct Buffer {
 int g_reps = 50;
 
 // The tile matmul's configurations timed (the GPU call is the only place to choose one): BM,
-// BN, BK, warps, stages.
+// BN, BK, warps, stages, and whether the dot may take wgmma on sm_90a (else mma.sync:
+// KILN_TILE_WGMMA=0 while it compiles).
 struct MatmulConfig {
   int64_t bm, bn, bk;
   int warps, stages;
+  bool wgmma = true;
+  cuda::Kernel compile() const {
+    setenv("KILN_TILE_WGMMA", wgmma ? "1" : "0", 1);
+    cuda::Kernel k = cuda::compile(make());
+    unsetenv("KILN_TILE_WGMMA");
+    return k;
+  }
   Program make() const {
     Program p = gb::matmul(bm, bn, bk, warps, stages);
     p.name = "matmul_bf16_" + std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + "_w" + std::to_string(warps) +
@@ -57,12 +65,14 @@ struct MatmulConfig {
   }
   std::string str() const {
     return std::to_string(bm) + "x" + std::to_string(bn) + "x" + std::to_string(bk) + " w" + std::to_string(warps) + " s" +
-           std::to_string(stages);
+           std::to_string(stages) + (wgmma ? "" : " mma.sync");
   }
 };
+// On sm_90a the first seven run on wgmma (their shapes allow it); the last is the best mma.sync
+// configuration before wgmma, for comparison in the same call.
 const MatmulConfig kMatmulConfigs[] = {
-    {128, 128, 32, 8, 3}, {128, 128, 32, 8, 4}, {128, 128, 64, 8, 3}, {128, 128, 32, 4, 3},
-    {128, 256, 32, 8, 3}, {256, 128, 32, 8, 3}, {64, 128, 32, 4, 4},
+    {128, 256, 64, 8, 4}, {128, 256, 64, 8, 3}, {256, 128, 64, 8, 4}, {128, 128, 64, 8, 4},
+    {256, 128, 64, 8, 3}, {128, 256, 32, 8, 4}, {128, 128, 32, 4, 4}, {256, 128, 32, 8, 3, false},
 };
 
 // The median of g_reps timed launches, in ms.
@@ -130,6 +140,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], "--reps")) g_reps = std::max(1, std::atoi(argv[i + 1]));
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
+    const std::string arch = argc > 2 ? argv[2] : "";
     std::vector<cuda::EmittedKernel> ks;
     for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::softmax(8192)),
                        new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 8192))}) {
@@ -142,7 +153,7 @@ int main(int argc, char** argv) {
       Program p = cfg.make();
       verify(p);
       run_passes(p, default_passes());
-      ks.push_back(cuda::emit_kernel(p));
+      ks.push_back(cuda::emit_kernel(p, cfg.wgmma ? arch : std::string()));
     }
     std::fputs(cuda::translation_unit(ks).c_str(), stdout);
     return 0;
@@ -197,7 +208,7 @@ int main(int argc, char** argv) {
     std::string best;
     for (const MatmulConfig& cfg : kMatmulConfigs) {  // each config's result lands in c; the best one's is run last
       try {
-        const cuda::Kernel mm = cuda::compile(cfg.make());
+        const cuda::Kernel mm = cfg.compile();
         const double ms = time_ms([&] { mm(cuda::Grid(cdiv(mn, cfg.bm) * cdiv(mn, cfg.bn)), a->ptr(), b->ptr(), c.ptr(), mn, mn, mn); });
         std::printf("%-14s %-16s %8.3f ms   %6.1f TFLOP/s   tile %s\n", "matmul_tile", "8192^3 bf16", ms, tflop / ms * 1e3,
                     cfg.str().c_str());
@@ -208,7 +219,7 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     }
     for (const MatmulConfig& cfg : kMatmulConfigs)
-      if (cfg.str() == best) cuda::compile(cfg.make())(cuda::Grid(cdiv(mn, cfg.bm) * cdiv(mn, cfg.bn)), a->ptr(), b->ptr(), c.ptr(), mn, mn, mn);
+      if (cfg.str() == best) cfg.compile()(cuda::Grid(cdiv(mn, cfg.bm) * cdiv(mn, cfg.bn)), a->ptr(), b->ptr(), c.ptr(), mn, mn, mn);
     Cublas blas;
     if (!blas.ok()) {
       std::printf("matmul: cuBLAS not loaded: %s\n", blas.error().c_str());

@@ -18,6 +18,9 @@ namespace kiln::aot {
 // calls (on fake tensors). Throws kiln::Error for data-dependent ops. Composites for which
 // `keep` answers true stay whole (an exporter that maps them directly: kiln.onnx).
 graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep = {});
+// decompose for build_joint: a detach() inside a decomposition (log_softmax's row max) becomes an
+// aot::stop_gradient node (recorder.h), which build_joint gives no derivative and drops.
+graph::Graph decompose_for_joint(const graph::Graph& g);
 
 // A copy of g without copy_ into intermediates and without writes through views: the written
 // value replaces later uses, and a write into a view becomes an index_put into its base.
@@ -38,7 +41,8 @@ struct Joint {
   size_t num_tangents() const { return graph->inputs().size() - num_primals; }
 };
 // needs_grad: per input of g, whether it wants a gradient. g must be functional (copy_ only
-// into inputs, after every other node).
+// into inputs, after every other node). Its aot::stop_gradient nodes (decompose_for_joint) stop
+// the gradient and are not in the joint graph.
 Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad);
 
 // The forward and backward graphs of a joint graph.

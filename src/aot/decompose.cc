@@ -5,10 +5,13 @@
 
 namespace kiln::aot {
 
-graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep) {
+namespace {
+
+graph::Graph decompose_with(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep, bool mark_stop_gradients) {
   graph::Graph out;
   Recorder rec(out);
   rec.keep = keep;
+  rec.mark_stop_gradients = mark_stop_gradients;
   std::unordered_map<const graph::Value*, Tensor> env;
   for (graph::Value* v : g.inputs()) env[v] = rec.bind(out.add_input(v->spec, v->name));
   auto get = [&](const graph::Value* v) { return env.at(v); };
@@ -35,5 +38,13 @@ graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId
   out.set_outputs(outputs);
   return out;
 }
+
+}  // namespace
+
+graph::Graph decompose(const graph::Graph& g, const std::function<bool(ops::OpId)>& keep) {
+  return decompose_with(g, keep, false);
+}
+
+graph::Graph decompose_for_joint(const graph::Graph& g) { return decompose_with(g, {}, true); }
 
 }  // namespace kiln::aot

@@ -78,6 +78,10 @@ Joint build_joint(const graph::Graph& g, const std::vector<bool>& needs_grad) {
       env[n->outputs[0]] = val;
       continue;
     }
+    if (is_stop_gradient(*n)) {  // the same value, but a fresh fake: the tape never sees it need a gradient
+      env[n->outputs[0]] = env.at(n->inputs().at(0)).detach();
+      continue;
+    }
     std::vector<ops::Arg> args;
     for (const graph::NodeArg& a : n->args) args.push_back(graph::box_arg(a, get));
     std::vector<Tensor> outs = rec.call(n->op, std::move(args));

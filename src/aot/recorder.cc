@@ -4,6 +4,7 @@
 #include <kiln/autograd.h>
 
 #include "core/tensor_impl.h"
+#include "ops/custom.h"
 
 namespace kiln::aot {
 
@@ -29,6 +30,27 @@ std::vector<graph::NodeArg> node_args(const std::vector<ops::Arg>& args,
   return out;
 }
 
+const std::string& stop_gradient_op() {
+  static const std::string name = [] {
+    auto op = std::make_shared<ops::CustomOp>();
+    op->name = "aot::stop_gradient";
+    op->meta = [](const TensorList& in, const std::vector<double>&) { return std::vector<TensorSpec>{in.at(0).spec()}; };
+    op->kernel = [](const TensorList& in, const std::vector<double>&, const std::vector<TensorSpec>&) {
+      return TensorList{in.at(0).detach()};
+    };
+    op->derivative = [](const ops::GradCtx&) { return TensorList{Tensor()}; };
+    ops::register_custom_op(std::move(op));
+    return std::string("aot::stop_gradient");
+  }();
+  return name;
+}
+
+bool is_stop_gradient(const graph::Node& n) {
+  if (n.kind != graph::NodeKind::Call || n.op != ops::OpId::custom) return false;
+  auto* name = std::get_if<std::string>(&n.args.at(0));
+  return name && *name == stop_gradient_op();
+}
+
 Tensor Recorder::bind(graph::Value* v) {
   Tensor f = make_fake(v->spec);
   values_[f.impl()] = v;
@@ -41,10 +63,12 @@ graph::Value* Recorder::value_of(const Tensor& t) {
   if (it != values_.end()) return it->second;
   if (t.is_fake()) {
     // detach() makes a new tensor on the same fake storage, not through the dispatcher: it
-    // stands for the value with the same storage and layout.
+    // stands for the value with the same storage and layout (or for that value's stop_gradient).
     for (const Tensor& k : keep_)
       if (k.impl()->storage == t.impl()->storage && graph::same_spec(k.spec(), t.spec())) {
         graph::Value* v = values_.at(k.impl());
+        if (mark_stop_gradients)
+          v = g_.add_call(ops::OpId::custom, {stop_gradient_op(), graph::ValueList{v}, std::monostate{}}).at(0);
         values_[t.impl()] = v;
         keep_.push_back(t);
         return v;

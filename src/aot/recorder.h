@@ -26,6 +26,9 @@ class Recorder : public ops::DispatchMode {
   std::function<void(const ops::Args&, const std::vector<Tensor>&)> on_prim;
   // Composites recorded whole instead of decomposed (unset: none).
   std::function<bool(ops::OpId)> keep;
+  // A tensor detach()ed by a decomposition becomes a stop_gradient node (decompose for the joint
+  // graph, which gives it no derivative); otherwise it stands for the value it was detached from.
+  bool mark_stop_gradients = false;
 
  private:
   graph::Graph& g_;
@@ -46,6 +49,12 @@ class RecordScope {
   bool grad_;
   AutocastGuard no_autocast_{kBFloat16, false};
 };
+
+// The custom op a recorder with mark_stop_gradients writes for a detach(): the identity (run,
+// it returns its input detached), no gradient. Registered at the first call; returns its name.
+const std::string& stop_gradient_op();
+// Whether n is such a node.
+bool is_stop_gradient(const graph::Node& n);
 
 // The node arguments for boxed op arguments, tensors mapped by value_of.
 std::vector<graph::NodeArg> node_args(const std::vector<ops::Arg>& args,

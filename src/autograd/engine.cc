@@ -305,14 +305,26 @@ Tensor run_hook(const Hook& h, const Tensor& g) {
 }
 }  // namespace
 
+namespace {
+// Whether nothing but `g` holds this gradient or its memory, which it covers exactly (contiguous,
+// its own allocation): then it can become a leaf's .grad without the copy (as PyTorch steals it),
+// since no later in-place update of .grad (an optimizer's) can reach another tensor through it.
+bool sole_owner(const Tensor& g) {
+  const TensorImpl& t = *g.impl();
+  return g.impl_ptr().use_count() == 1 && t.storage.use_count() == 1 && t.storage->owned && !t.storage->fake &&
+         !t.wrapped_number &&
+         g.is_contiguous() && g.storage_offset() == 0 && t.storage->nbytes == size_t(g.numel()) * g.element_size();
+}
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>&& grads) {
-  Tensor g = grads.at(0);
+  Tensor g = std::move(grads.at(0));
   AutogradMeta& m = var->autograd_meta();
   for (const Hook& h : m.leaf_hooks)
     if (g.defined()) g = run_hook(h, g);
   if (!g.defined()) return {};
   if (!m.grad.defined()) {
-    m.grad = is_grad_enabled() ? g : clone(g.detach());
+    m.grad = is_grad_enabled() ? g : sole_owner(g) ? g.detach() : clone(g.detach());
   } else {
     m.grad = is_grad_enabled() ? add(m.grad, g) : add(m.grad, g.detach());
   }

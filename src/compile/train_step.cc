@@ -1,6 +1,6 @@
 // Training steps: what a backward() inside a compiled function becomes. Capture records the graph
 // up to the backward and asks for its joint forward+backward graph through the builder installed
-// here; it is AOT's (decompose -> functionalize -> build_joint), which capture may not call
+// here; it is AOT's (decompose_for_joint -> functionalize -> build_joint), which capture may not call
 // itself. capture/train_step.cc splices the result into the trace (docs/compile.md).
 #include <string>
 
@@ -12,7 +12,7 @@ namespace kiln {  // (not kiln::compile: that is the name of compile())
 namespace {
 
 capture::JointGraph joint_of(capture::Tracer& tracer, const graph::Graph& prefix, const std::vector<bool>& needs_grad) {
-  graph::Graph prims = aot::decompose(prefix);
+  graph::Graph prims = aot::decompose_for_joint(prefix);
   // The joint graph recomputes the forward: a random draw there would differ from the trace's.
   for (const auto& n : prims.nodes())
     if (n->kind == graph::NodeKind::Call && (ops::op_info(n->op).flags & ops::RANDOM))

@@ -72,6 +72,7 @@ void fuse_horizontal(Program& p) {
       for (int o : nodes[i].outputs) producer[size_t(o)] = int(i);
   };
   reindex();
+  int64_t peak = peak_bytes(p, nodes);  // of `nodes` as they stand
   for (size_t bi = 1; bi < nodes.size(); ++bi) {
     if (nodes[bi].kind != NodeKind::Pointwise) continue;
     const std::set<int> lb = loads_of(nodes[bi]);
@@ -81,21 +82,22 @@ void fuse_horizontal(Program& p) {
       bool ready = true;  // what B reads exists at A's place
       for (int x : lb) ready &= producer[size_t(x)] < int(ai);
       if (!ready) continue;
-      std::vector<Node> trial;
-      trial.reserve(nodes.size());
-      for (size_t i = 0; i < nodes.size(); ++i) {
-        if (i == bi) continue;
-        trial.push_back(nodes[i]);
-        if (i == ai) {
-          Node& a = trial.back();
-          const Node& b = nodes[bi];
-          a.outputs.insert(a.outputs.end(), b.outputs.begin(), b.outputs.end());
-          a.bodies.insert(a.bodies.end(), b.bodies.begin(), b.bodies.end());
-          a.origins.insert(a.origins.end(), b.origins.begin(), b.origins.end());
-        }
+      // B merged into A in place (no copy of the program's nodes per candidate), undone when the
+      // merged program's peak is higher.
+      Node b = std::move(nodes[bi]);
+      nodes.erase(nodes.begin() + long(bi));
+      Node& a = nodes[ai];
+      const size_t outputs = a.outputs.size(), bodies = a.bodies.size(), origins = a.origins.size();
+      a.outputs.insert(a.outputs.end(), b.outputs.begin(), b.outputs.end());
+      a.bodies.insert(a.bodies.end(), b.bodies.begin(), b.bodies.end());
+      a.origins.insert(a.origins.end(), b.origins.begin(), b.origins.end());
+      const int64_t merged = peak_bytes(p, nodes);
+      if (merged > peak) {
+        a.outputs.resize(outputs), a.bodies.resize(bodies), a.origins.resize(origins);
+        nodes.insert(nodes.begin() + long(bi), std::move(b));
+        continue;
       }
-      if (peak_bytes(p, trial) > peak_bytes(p, nodes)) continue;
-      nodes = std::move(trial);
+      peak = merged;
       reindex();
       --bi;  // (the next node moved into this slot)
       break;
@@ -258,6 +260,7 @@ std::optional<Node> join_row(Program& p, const Node& g, const Node& c, const std
 
 void fuse_rows(Program& p) {
   std::vector<Node> nodes = std::move(p.nodes);
+  int64_t peak = peak_bytes(p, nodes);  // of `nodes` as they stand
   for (size_t gi = 0; gi < nodes.size(); ++gi) {
     if (nodes[gi].kind != NodeKind::Reduction || !nodes[gi].stages.empty() || is_arg_reduction(nodes[gi])) continue;
     nodes[gi].stages = {nodes[gi].reduce};
@@ -269,15 +272,19 @@ void fuse_rows(Program& p) {
         ++ci;
         continue;
       }
-      std::vector<Node> trial;
-      trial.reserve(nodes.size());
-      for (size_t i = 0; i < nodes.size(); ++i)
-        if (i != ci) trial.push_back(i == gi ? *m : nodes[i]);
-      if (peak_bytes(p, trial) > peak_bytes(p, nodes)) {
+      // The group replaced by the merged node and the candidate taken out, in place (no copy
+      // of the program's nodes per candidate); both put back when the peak would rise.
+      std::swap(nodes[gi], *m);
+      Node c = std::move(nodes[ci]);
+      nodes.erase(nodes.begin() + long(ci));
+      const int64_t merged = peak_bytes(p, nodes);
+      if (merged > peak) {
+        nodes.insert(nodes.begin() + long(ci), std::move(c));
+        std::swap(nodes[gi], *m);
         ++ci;
         continue;
       }
-      nodes = std::move(trial);  // (the next candidate moved into slot ci)
+      peak = merged;  // (the next candidate moved into slot ci)
     }
     if (nodes[gi].stages.size() == 1) nodes[gi].stages.clear();  // nothing joined: a plain reduction
   }

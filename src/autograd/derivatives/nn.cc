@@ -6,6 +6,7 @@
 #include <kiln/autograd.h>
 
 #include "autograd/derivatives/common.h"
+#include "eager/cpu/nn/backward.h"
 #include "ops/meta/nn_util.h"
 
 namespace kiln::autograd {
@@ -33,6 +34,10 @@ Tensor output_for_grad(const ops::GradCtx& g, const std::function<Tensor()>& rec
 KILN_DERIVATIVE(softmax) {
   const Tensor& x = g.inputs[0];
   const int64_t dim = ops::wrap_dim(g.args.i64(1), x.dim());
+  const Tensor& gy = g.grads[0];
+  if ((x.dtype() == kFloat32 || x.dtype() == kFloat64) && dim == x.dim() - 1 && gy.dtype() == x.dtype() &&
+      fused_cpu_backward({x, gy}) && g.outputs[0].dtype() == x.dtype())
+    return {eager::cpu::softmax_backward(contiguous(gy), contiguous(g.outputs[0]))};
   Tensor y = upcast(output_for_grad(g, [&] { return softmax(x, dim, g.args.opt_dtype(2)); }));
   Tensor d = upcast(g.grads[0]);
   return {mul(y, sub(d, sum(mul(d, y), {dim}, true)))};
@@ -51,6 +56,19 @@ KILN_DERIVATIVE(layer_norm) {
   const int64_t k = int64_t(g.args.symints(1).size());
   const bool has_w = !g.args.is_none(2), has_b = !g.args.is_none(3);
   const Tensor w = has_w ? g.inputs[1] : Tensor();
+  const size_t bi = has_w ? 2 : 1;
+  const Tensor& gy0 = g.grads[0];
+  if ((x.dtype() == kFloat32 || x.dtype() == kFloat64) && gy0.dtype() == x.dtype() &&
+      (!has_w || w.dtype() == x.dtype()) && x.numel() > 0 && fused_cpu_backward({x, gy0, has_w ? w : x})) {
+    const Shape xs = x.sizes(), ns(xs.end() - k, xs.end());
+    std::vector<Tensor> f = eager::cpu::layer_norm_backward(gy0, x, ns, w, g.args.f64(4), g.needs(0),
+                                                            has_w && g.needs(1), has_b && g.needs(bi));
+    std::vector<Tensor> r(g.inputs.size());
+    r[0] = f[0];
+    if (has_w) r[1] = f[1];
+    if (has_b) r[bi] = f[2];
+    return r;
+  }
   const std::vector<int64_t> dims = ops::trailing_dims(x.dim(), k);
   Tensor xc = upcast(x);
   Tensor d = sub(xc, mean(xc, dims, true));
@@ -62,7 +80,6 @@ KILN_DERIVATIVE(layer_norm) {
   if (g.needs(0))
     r[0] = mul(rstd, sub(sub(gy, mean(gy, dims, true)), mul(xhat, mean(mul(gy, xhat), dims, true))));
   if (has_w && g.needs(1)) r[1] = sum_leading(mul(gc, xhat), k);
-  const size_t bi = has_w ? 2 : 1;
   if (has_b && g.needs(bi)) r[bi] = sum_leading(gc, k);
   return r;
 }
@@ -88,6 +105,9 @@ KILN_DERIVATIVE(rms_norm) {
 // Phi(x) + x phi(x).
 KILN_DERIVATIVE(gelu) {
   const Tensor& x = g.inputs[0];
+  const Tensor& gy = g.grads[0];
+  if (gy.dtype() == x.dtype() && fused_cpu_backward({x, gy}))
+    return {eager::cpu::gelu_backward(gy, x, g.args.str(1) == "tanh")};
   Tensor u = upcast(x), d = upcast(g.grads[0]);
   Tensor x2 = mul(u, u), slope;
   if (g.args.str(1) == "tanh") {

@@ -3,6 +3,7 @@
 #include "inductor/lower/lower.h"
 
 #include <algorithm>
+#include <set>
 
 #include "ops/family.h"
 
@@ -60,10 +61,40 @@ Loader Lowering::buffer_loader(int buffer) {
   };
 }
 
+namespace {
+
+bool uses(const ExprPtr& e, const ExprPtr& var) {
+  if (e == var) return true;
+  return std::any_of(e->args.begin(), e->args.end(), [&](const ExprPtr& a) { return uses(a, var); });
+}
+
+}  // namespace
+
+bool Lowering::reads_only_broadcasts(const Def& d) {
+  size_t inner = d.sizes.size();
+  while (inner > 0 && known_one(d.sizes[inner - 1])) --inner;
+  if (inner == 0) return true;
+  const Index vars = index_vars("i", d.sizes);
+  std::vector<const Value*> todo{d.fn(vars)};
+  std::set<const Value*> seen;
+  while (!todo.empty()) {
+    const Value* x = todo.back();
+    todo.pop_back();
+    if (!seen.insert(x).second) continue;
+    // (an indirect load, over gather variables, counts as varying)
+    if (x->kind == ValueKind::Load && (!x->args.empty() || !x->index || uses(x->index, vars[inner - 1]))) return false;
+    todo.insert(todo.end(), x->args.begin(), x->args.end());
+  }
+  return true;
+}
+
 Loader Lowering::loader(const graph::Value* v) {
   const Def& d = def(v);
   const int readers = readers_left_[v];  // (this reader included)
-  if (d.buffer < 0 && should_realize(d, readers)) realize(v);
+  // A value that loads nothing along its innermost dim (cross_entropy's one-hot gradient: a row's
+  // target and a scalar) is recomputed by each reader, whatever it computes: a buffer of it would
+  // cost a write and a read per reader of its full size, where its loads are one per row.
+  if (d.buffer < 0 && should_realize(d, readers) && !(!should_realize(d, 1) && reads_only_broadcasts(d))) realize(v);
   const Def& now = def(v);
   return now.buffer >= 0 ? buffer_loader(now.buffer) : now.fn;
 }

@@ -66,6 +66,8 @@ class Lowering {
   // A loader of v for one more reader: v's function inlined, or a load of its buffer (realizing
   // it first when fusion.cc says so).
   Loader loader(const graph::Value* v);
+  // Whether d's function loads nothing that varies along its innermost (non-1) dim.
+  bool reads_only_broadcasts(const Def& d);
   // Loads of v's buffer (realizing it).
   Loader buffer_loader(int buffer);
   // v's buffer, computing it with a Pointwise node first if it has none.

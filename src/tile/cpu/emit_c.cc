@@ -14,13 +14,30 @@ namespace {
 // What every CPU translation unit has after the prelude.
 const char* kSupport = R"(
 // ---------------------------------------------------------------- kiln tile: CPU support
-#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <unistd.h>
+// The streaming copy's non-temporal stores and fence from the compiler's builtins: <immintrin.h>
+// costs ~0.35 s of compiler CPU per translation unit, more than a small unit's kernels (and
+// <algorithm> ~0.04 s, for one std::min).
 #if defined(__AVX512F__) || defined(__AVX2__)
-#include <immintrin.h>
+#if defined(__AVX512F__)
+typedef long long kiln_tile_vec __attribute__((vector_size(64)));
+#else
+typedef long long kiln_tile_vec __attribute__((vector_size(32)));
+#endif
+static inline void kiln_tile_stream_store(char* d, const char* s) {  // one vector; d aligned to it
+  kiln_tile_vec v;
+  std::memcpy(&v, s, sizeof v);
+#if defined(__clang__)
+  __builtin_nontemporal_store(v, reinterpret_cast<kiln_tile_vec*>(d));
+#elif defined(__AVX512F__)
+  __builtin_ia32_movntdq512(reinterpret_cast<kiln_tile_vec*>(d), v);
+#else
+  __builtin_ia32_movntdq256(reinterpret_cast<kiln_tile_vec*>(d), v);
+#endif
+}
 #endif
 
 namespace ks = kiln::scalar;
@@ -64,17 +81,11 @@ static inline void kiln_tile_store_row(void* __restrict dst, const void* __restr
   if (stream) {
     char* d = static_cast<char*>(dst);
     const char* s = static_cast<const char*>(src);
-    const int64_t head = std::min<int64_t>(bytes, int64_t(-reinterpret_cast<uintptr_t>(d) & 63));
+    const int64_t to_line = int64_t(-reinterpret_cast<uintptr_t>(d) & 63), head = bytes < to_line ? bytes : to_line;
     std::memcpy(d, s, size_t(head));
     d += head, s += head, bytes -= head;
-    for (; bytes >= 64; d += 64, s += 64, bytes -= 64) {
-#if defined(__AVX512F__)
-      _mm512_stream_si512(reinterpret_cast<__m512i*>(d), _mm512_loadu_si512(s));
-#else
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)));
-      _mm256_stream_si256(reinterpret_cast<__m256i*>(d + 32), _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 32)));
-#endif
-    }
+    for (; bytes >= 64; d += 64, s += 64, bytes -= 64)
+      for (size_t k = 0; k < 64; k += sizeof(kiln_tile_vec)) kiln_tile_stream_store(d + k, s + k);
     std::memcpy(d, s, size_t(bytes));
     return;
   }
@@ -86,7 +97,7 @@ static inline void kiln_tile_store_row(void* __restrict dst, const void* __restr
 // them visible before the launch returns (once per program: it waits for them to drain).
 static inline void kiln_tile_stream_fence(bool stream) {
 #if defined(__AVX512F__) || defined(__AVX2__)
-  if (stream) _mm_sfence();
+  if (stream) __builtin_ia32_sfence();
 #endif
   (void)stream;
 }

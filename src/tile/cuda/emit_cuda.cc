@@ -176,9 +176,13 @@ __device__ inline unsigned kiln_tile_word(const T* v, int k) {
     return w;
   }
 }
+// last: the pointers are known to be consecutive and the mask true on a whole run where it is
+// at the run's last element (copy_run), so only those are tested (the others are left to the
+// element-wise path).
 template <class T, int R>
-__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes) {
+__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes, bool last = false) {
   bool whole = reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
+  if (last) return whole && m[R - 1];
 #pragma unroll
   for (int i = 0; i < R; ++i) whole = whole && m[i] && p[i] == p[0] + i;
   return whole;
@@ -308,10 +312,35 @@ struct kiln_tile_half_ref {
   __device__ operator float() const { return BF16 ? ks::bfloat16_to_float(*p) : ks::float16_to_float(*p); }
   __device__ void operator=(float v) const { *p = BF16 ? ks::float_to_bfloat16(v) : ks::float_to_float16(v); }
 };
-template <bool BF16, int ROW>
+// The layout wgmma reads (the PTX ISA's canonical swizzled layouts) of an [R, C] operand block:
+// C split into panels of P = min(C, 64) columns (P * 2 = W bytes: the 128-, 64- or 32-byte
+// swizzle), each panel's R rows of W bytes one after another, the 16-byte chunk s of row r at
+// s ^ (r * W / 128) % (W / 16) -- the swizzle wgmma applies to address bits 4.. from bits 7..,
+// so a panel starts 1024-byte aligned. a [M, K] is K-major (one row per M), b [K, N] N-major.
+template <int R, int C>
+__device__ inline int kiln_tile_wgmma_swizzle(int i) {
+  constexpr int P = C < 64 ? C : 64;
+  const int r = i / C, c = i % C;
+  return c / P * (R * P) + r * P + ((((c % P) >> 3) ^ ((r * P / 64) & (P / 8 - 1))) << 3) + (c & 7);
+}
+// The matrix descriptor of the operand at element (r0, c0), r0 % 8 == 0 and c0 at a k16 step
+// (K-major a) or a panel (N-major b): its start address, the leading byte offset (N-major: the
+// next panel; unused K-major), the stride byte offset (the next 8 rows of a panel) and the swizzle.
+template <int R, int C, bool KMAJOR>
+__device__ inline unsigned long long kiln_tile_wgmma_desc(const uint16_t* block, int r0, int c0) {
+  constexpr int P = C < 64 ? C : 64;
+  constexpr unsigned long long lbo = KMAJOR ? 16 : R * P * 2, sbo = 16 * P, mode = P == 64 ? 1 : P == 32 ? 2 : 3;
+  const unsigned long long at = unsigned(__cvta_generic_to_shared(block + kiln_tile_wgmma_swizzle<R, C>(r0 * C + c0)));
+  return (at & 0x3ffff) >> 4 | (lbo >> 4) << 16 | (sbo >> 4) << 32 | mode << 62;
+}
+template <bool BF16, int ROW, int ROWS = 0>  // ROWS > 0: the wgmma layout of a [ROWS, ROW] block
 struct kiln_tile_smem16 {
   uint16_t* p;
-  __device__ kiln_tile_half_ref<BF16> operator[](int i) const { return {p + kiln_tile_swizzle<ROW>(i)}; }
+  static __device__ int at(int i) {
+    if constexpr (ROWS > 0) return kiln_tile_wgmma_swizzle<ROWS, ROW>(i);
+    else return kiln_tile_swizzle<ROW>(i);
+  }
+  __device__ kiln_tile_half_ref<BF16> operator[](int i) const { return {p + at(i)}; }
   // A run of R (2, 4 or 8) elements from e, a multiple of R: one store (inside one chunk).
   template <int R>
   __device__ void store_run(int e, const float (&v)[R]) const {
@@ -320,22 +349,23 @@ struct kiln_tile_smem16 {
     for (int k = 0; k < R / 2; ++k)
       w[k] = BF16 ? unsigned(ks::float_to_bfloat16(v[2 * k])) | unsigned(ks::float_to_bfloat16(v[2 * k + 1])) << 16
                   : unsigned(ks::float_to_float16(v[2 * k])) | unsigned(ks::float_to_float16(v[2 * k + 1])) << 16;
-    uint16_t* at = p + kiln_tile_swizzle<ROW>(e);
-    if constexpr (R == 8) *reinterpret_cast<uint4*>(at) = uint4{w[0], w[1], w[2], w[3]};
-    else if constexpr (R == 4) *reinterpret_cast<uint2*>(at) = uint2{w[0], w[1]};
-    else *reinterpret_cast<unsigned*>(at) = w[0];
+    uint16_t* to = p + at(e);
+    if constexpr (R == 8) *reinterpret_cast<uint4*>(to) = uint4{w[0], w[1], w[2], w[3]};
+    else if constexpr (R == 4) *reinterpret_cast<uint2*>(to) = uint2{w[0], w[1]};
+    else *reinterpret_cast<unsigned*>(to) = w[0];
   }
   // A run of 8 elements from e (a multiple of 8) loaded from the pointers p where m: one
   // 16-byte cp.async (global -> shared, no registers) when the run is whole, contiguous and
   // aligned; else element by element (other where masked), synchronously.
-  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other) const {
-    if (kiln_tile_whole_run(src, m, 16)) {
-      kiln_tile_cp_async16(p + kiln_tile_swizzle<ROW>(e), src[0]);
+  // last: consecutive pointers, the mask true on the run where it is at its last element (emit_cuda.cc: prefix_mask).
+  __device__ void copy_run(int e, uint16_t* const (&src)[8], const bool (&m)[8], float other, bool last = false) const {
+    if (kiln_tile_whole_run(src, m, 16, last)) {
+      kiln_tile_cp_async16(p + at(e), src[0]);
     } else {
-      uint16_t* at = p + kiln_tile_swizzle<ROW>(e);  // (the run keeps its order inside its chunk)
+      uint16_t* to = p + at(e);  // (the run keeps its order inside its chunk)
       const uint16_t o = BF16 ? ks::float_to_bfloat16(other) : ks::float_to_float16(other);
 #pragma unroll
-      for (int i = 0; i < 8; ++i) at[i] = m[i] ? *src[i] : o;
+      for (int i = 0; i < 8; ++i) to[i] = m[i] ? *src[i] : o;
     }
   }
 };
@@ -371,6 +401,23 @@ __device__ inline void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const
                  : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+// Warpgroup mma (sm_90a): d[64 x N] += a[64 x 16] @ b[16 x N] for the 4 warps of a warpgroup,
+// a and b in shared memory through their descriptors, f32 accumulators in the mma.sync layout
+// of each warp's 16 rows (warp w of the group: rows 16w + g and 16w + g + 8; register 4i + q:
+// column 8i + 2t + q % 2). One specialization per N, emitted with the kernel that uses it.
+template <int N, bool BF16>
+__device__ void kiln_tile_wgmma(float* d, unsigned long long a, unsigned long long b);
+// Orders the accumulators' registers before the wgmmas; the wgmmas issued since form a group;
+// wait<N>: all but the N newest groups done.
+__device__ inline void kiln_tile_wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;" ::: "memory"); }
+__device__ inline void kiln_tile_wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory"); }
+template <int N>
+__device__ inline void kiln_tile_wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory"); }
+// A register the wgmmas write asynchronously: the compiler may not read or move it across this.
+__device__ inline void kiln_tile_wgmma_reg(float& r) { asm volatile("" : "+f"(r)::"memory"); }
+// This thread's writes to shared memory (stores, completed cp.async) seen by the async proxy
+// (wgmma's operand reads): before the barrier after them.
+__device__ inline void kiln_tile_fence_async() { asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); }
 #endif
 )";
 
@@ -394,8 +441,11 @@ int64_t numel(const std::vector<int64_t>& shape) {
   return n;
 }
 
+std::string wgmma_instruction(int64_t n);
+
 class CudaEmitter final : public CLikeEmitter {
  public:
+  CudaEmitter(bool wgmma, bool in_flight) : wgmma_target_(wgmma), in_flight_(in_flight) {}
   EmittedKernel run(const Program& p) {
     threads_ = p.meta.num_warps * 32;
     KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
@@ -507,6 +557,7 @@ class CudaEmitter final : public CLikeEmitter {
     }
     // A loop that touches only registers (and reads global memory) needs no barrier after it.
     if (loop_copies_) out().line("kiln_tile_cp_async_wait_all();");
+    if (wgmma() && writes_operand(out().text().substr(loop_at_))) out().line("kiln_tile_fence_async();");
     if (sync_after_ && (loop_writes_memory_ || uses_shared(out().text().substr(loop_at_)))) out().line("__syncthreads();");
     if (loop_copies_) out().line(kCopyEnd);
     in_elements_ = false;
@@ -524,14 +575,17 @@ class CudaEmitter final : public CLikeEmitter {
     const int64_t at = shared_bytes_;
     shared_names_.push_back(name);
     shared_bytes_ += (n * type_bytes(type) + 15) / 16 * 16;
-    if (shared_bytes_ > kMaxSharedBytes)
-      fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
-                                      " KB of shared memory per thread block"),
-              "use smaller block sizes (a program's blocks live in its thread block's shared memory)");
+    check_shared_bytes();
     const std::string decl = type + "* const " + name + " = reinterpret_cast<" + type + "*>(kiln_tile_smem + " +
                              std::to_string(at) + ");";
     if (serial_) hoisted_.push_back(decl);
     else out().line(decl);
+  }
+  void check_shared_bytes() {
+    if (shared_bytes_ > kMaxSharedBytes)
+      fail_at("emit", {}, detail::cat("kernel ", program().name, ": its blocks need more than ", kMaxSharedBytes / 1024,
+                                      " KB of shared memory per thread block"),
+              "use smaller block sizes (a program's blocks live in its thread block's shared memory)");
   }
   // Each per-element loop ends with a barrier already (end_elements).
   void barrier() override {}
@@ -572,13 +626,21 @@ class CudaEmitter final : public CLikeEmitter {
   // the thread's accumulators in that layout (so a dot's result, the loop's carried accumulator
   // and the store after the loop stay in registers, kiln_tile_mma_regs); the operands live in
   // shared memory as 16-bit values (kiln_tile_smem16, swizzled), read with ldmatrix.
+  // On sm_90a (wgmma) the unit is a warpgroup (4 warps) rather than a warp: the warpgroups split
+  // [M, N] WM x WN, each issuing MT wgmma m64nNk16 (N = NT * 8) per k16 step; warp w of a group
+  // holds rows 16w + g and 16w + g + 8 of each m64 tile, as mma.sync's m16 tile.
   struct Mma {
     std::vector<int64_t> shape;  // [M, N]
-    int64_t wm = 1, wn = 1;      // warps along M and N
-    int64_t mt = 1, nt = 1;      // m16 and n8 tiles per warp
+    int64_t wm = 1, wn = 1;      // warps (warpgroups) along M and N
+    int64_t mt = 1, nt = 1;      // m16 (m64) and n8 tiles per warp (warpgroup)
+    bool wgmma = false;
     int64_t per_thread() const { return mt * nt * 4; }
+    int64_t rows() const { return wgmma ? 64 : 16; }  // of an m tile
   };
   static constexpr int64_t kMaxAccumulators = 128;  // per thread
+  // A wgmma kernel's shared memory is taken 1024 bytes larger, its blocks from the first 1024-byte
+  // boundary in it (the dynamic allocation's alignment is not promised to be more than 16).
+  static constexpr int64_t kWgmmaAlignPad = 1024;
   // Around an operand's declaration and its cp.async loop, for pipeline_loads (which removes them).
   static constexpr const char* kCopyBegin = "// @@copy-begin@@";
   static constexpr const char* kCopyEnd = "// @@copy-end@@";
@@ -588,6 +650,13 @@ class CudaEmitter final : public CLikeEmitter {
   bool declare_mma_block(const std::string& name, const std::string& type, int64_t n);
   bool in_mma_registers(const Value* v);
   void emit_mma_dot(const Op& op);
+  void emit_wgmma_dot(const Op& op);
+  std::optional<Mma> choose_wgmma(const std::vector<int64_t>& rs, int64_t K) const;
+  bool wgmma() const { return mma_ && mma_->wgmma; }
+  const bool wgmma_target_;  // the target is sm_90a: dots whose shapes allow run on wgmma
+  const bool in_flight_;     // a pipelined loop's wgmmas may stay in flight into the next iteration
+  std::set<int64_t> wgmma_widths_;  // the N of the wgmma instructions the kernel issues
+  std::string wgmma_acc_;           // the accumulator block of the (last) wgmma dot, in registers
   std::optional<Mma> mma_;
   std::set<const Op*> mma_dots_;
   std::set<std::string> operand16_;  // the blocks of tensor-core operands (kiln_tile_smem16)
@@ -633,6 +702,13 @@ class CudaEmitter final : public CLikeEmitter {
            c == OpCode::Store || c == OpCode::AtomicAdd;
   }
 
+  // Whether `code` writes a tensor-core operand (its store_run, copy_run or [...] = ).
+  bool writes_operand(const std::string& code) const {
+    for (const std::string& name : operand16_)
+      for (const std::string& use : {name + ".store_run(", name + ".copy_run(", " " + name + "[_i] = "})
+        if (code.find(use) != std::string::npos) return true;
+    return false;
+  }
   // Whether `code` indexes a block in shared memory (name[...], or a run's name.store_run).
   bool uses_shared(const std::string& code) const {
     for (const std::string& name : shared_names_)
@@ -663,6 +739,63 @@ class CudaEmitter final : public CLikeEmitter {
   bool serial_ = false;       // emitting code for one thread (the base's loops)
   std::vector<std::string> hoisted_;  // block declarations of serial code, made before it
 };
+
+// How an integer or pointer value varies along its last dim (the runs' dim): not at all, by
+// exactly +1 an element (an arange), never down, never up, or unknown. (Index arithmetic is
+// taken not to wrap, as the run's own addresses are.)
+enum class Along { Const, Unit, Up, Down, Any };
+Along rising(Along a) { return a == Along::Unit ? Along::Up : a; }
+Along along_last(const Value* v) {
+  if (!v->type.is_block()) return Along::Const;
+  if (!v->def) return Along::Any;
+  const Op& op = *v->def;
+  const Value* x = op.operands.empty() ? nullptr : op.operands[0];
+  switch (op.code) {
+    case OpCode::Constant:
+    case OpCode::Splat: return Along::Const;
+    case OpCode::Arange: return Along::Unit;
+    case OpCode::ExpandDims: return op.axis == v->type.rank() - 1 ? Along::Const : along_last(x);
+    case OpCode::Broadcast: return x->type.shape.back() == 1 ? Along::Const : along_last(x);
+    case OpCode::Cast:  // to an integer at least as wide
+      return is_integral(x->type.dtype) && is_integral(v->type.dtype) &&
+                     (x->type.dtype == v->type.dtype || itemsize(v->type.dtype) > itemsize(x->type.dtype))
+                 ? along_last(x)
+                 : Along::Any;
+    case OpCode::AddPtr:  // pointer + offset, as add
+    case OpCode::Pointwise: {
+      std::vector<Along> a;
+      for (const Value* o : op.operands) a.push_back(along_last(o));
+      if (std::all_of(a.begin(), a.end(), [](Along k) { return k == Along::Const; })) return Along::Const;
+      const bool add = op.code == OpCode::AddPtr || op.prim == ops::OpId::add;
+      if ((!add && op.prim != ops::OpId::sub) || a.size() != 2) return Along::Any;
+      if (!add && a[1] != Along::Const)  // x - y = x + (-y)
+        a[1] = rising(a[1]) == Along::Up ? Along::Down : a[1] == Along::Down ? Along::Up : Along::Any;
+      if (a[0] == Along::Const) return a[1];
+      if (a[1] == Along::Const) return a[0];
+      return rising(a[0]) == rising(a[1]) ? rising(a[0]) : Along::Any;
+    }
+    default: return Along::Any;
+  }
+}
+
+// Whether a block mask is, along its last dim, an AND of terms each constant or true on a prefix
+// (an index that never goes down, below a bound: x < n, n > x; or one that never goes up, above
+// a bound): then where it is true at a run's last element it is true on the whole run.
+bool prefix_mask(const Value* m) {
+  if (along_last(m) == Along::Const) return true;
+  const Op* op = m->def;
+  if (!op) return false;
+  if (op->code == OpCode::Broadcast || op->code == OpCode::ExpandDims) return prefix_mask(op->operands[0]);
+  if (op->code != OpCode::Pointwise || op->operands.size() != 2) return false;
+  const ops::OpId k = op->prim;
+  if ((k == ops::OpId::bitwise_and || k == ops::OpId::logical_and) && m->type.dtype == kBool)
+    return prefix_mask(op->operands[0]) && prefix_mask(op->operands[1]);
+  Along x = along_last(op->operands[0]), n = along_last(op->operands[1]);
+  if (k == ops::OpId::gt || k == ops::OpId::ge) std::swap(x, n);  // n > x is x < n
+  else if (k != ops::OpId::lt && k != ops::OpId::le) return false;
+  // x < n: a prefix where x never goes down and n is constant, or x is constant and n never goes up
+  return (rising(x) == Along::Up && n == Along::Const) || (x == Along::Const && n == Along::Down);
+}
 
 void CudaEmitter::choose_runs(const Program& p) {
   // 16 bytes of the narrowest type a block is loaded or stored as (4 to 8 elements).
@@ -733,6 +866,8 @@ void CudaEmitter::finish_run(int64_t run) {
       at = end;
     }
     if (only) copy_to = packed[0], copy_other = other ? element(other, std::vector<std::string>(size_t(other->type.rank()), "0")) : "0.0f";
+    if (only && along_last(load->operands[0]) == Along::Unit && (load->operands.size() < 2 || prefix_mask(load->operands[1])))
+      copy_other += ", true";
   }
   auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
     for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
@@ -860,7 +995,8 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
   const int S = program().meta.num_stages;
   size_t b = 0;
   while (b < lines.size() && trimmed(lines[b]) != kCopyBegin) ++b;
-  if (S < 2 || b == lines.size() || shared_bytes_ * S > kMaxSharedBytes) return join(lines);
+  const int64_t stage = wgmma() ? (shared_bytes_ + 1023) / 1024 * 1024 : shared_bytes_;  // wgmma: stages 1024-byte aligned
+  if (S < 2 || b == lines.size() || stage * S + kWgmmaAlignPad * wgmma() > kMaxSharedBytes) return join(lines);
   const size_t in = indent(lines[b]);
   size_t h = b;  // the body's first line: after the for's header, its comment and scalars
   while (h > 0 && indent(lines[h - 1]) == in && (trimmed(lines[h - 1]).rfind("const ", 0) == 0 || trimmed(lines[h - 1]).rfind("// for", 0) == 0))
@@ -881,7 +1017,7 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
   for (size_t i = h; i < b; ++i)
     if (trimmed(lines[i]).rfind("// for", 0) != 0) scalars.push_back(lines[i]);
   size_t i = b;
-  const std::string stage_bytes = std::to_string(shared_bytes_);
+  const std::string stage_bytes = std::to_string(stage);
   while (i < lines.size() && trimmed(lines[i]) == kCopyBegin) {
     // the declaration, at its stage: kiln_tile_smem + OFF) -> kiln_tile_smem + OFF + _stage * bytes)
     if (i + 1 >= lines.size() || lines[i + 1].find("kiln_tile_smem16<") == std::string::npos) return join(lines);
@@ -893,10 +1029,11 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
     copies.push_back(d);
     size_t e = i + 2;
     while (e < lines.size() && trimmed(lines[e]) != kCopyEnd && trimmed(lines[e]) != kCopyBegin) ++e;
+    const size_t tail = e < lines.size() && e >= 3 && trimmed(lines[e - 2]) == "kiln_tile_fence_async();" ? 3 : 2;  // wait[, fence], barrier
     if (e >= lines.size() || trimmed(lines[e]) != kCopyEnd || trimmed(lines[e - 1]) != "__syncthreads();" ||
-        trimmed(lines[e - 2]) != "kiln_tile_cp_async_wait_all();")
+        trimmed(lines[e - tail]) != "kiln_tile_cp_async_wait_all();")
       return join(lines);
-    copies.insert(copies.end(), lines.begin() + long(i) + 2, lines.begin() + long(e) - 2);  // the loop
+    copies.insert(copies.end(), lines.begin() + long(i) + 2, lines.begin() + long(e - tail));  // the loop
     i = e + 1;
   }
   size_t end = i;  // the for's closing brace
@@ -904,7 +1041,7 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
   if (end == lines.size()) return join(lines);
   for (size_t k = i; k < end; ++k)
     if (trimmed(lines[k]) == kCopyBegin) return join(lines);  // other copies in the loop
-  shared_bytes_ *= S;
+  shared_bytes_ = stage * S;
   const std::string pad(in - 2, ' '), ss = std::to_string(S);
   std::vector<std::string> o(lines.begin(), lines.begin() + long(h) - 1);
   auto issue = [&](const std::string& at, const std::string& stage) {  // the copies of iteration `at`
@@ -918,31 +1055,59 @@ std::string CudaEmitter::pipeline_loads(const std::string& body) {
     o.push_back(pad + "  }");
     o.push_back(pad + "  kiln_tile_cp_async_commit();");
   };
-  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + std::to_string(S - 1) +
+  // With one wgmma dot in the loop, the next iteration's copies are issued while its wgmmas run
+  // (after they are issued, before they are waited for). With 3 or more stages the wgmmas also
+  // stay in flight into the next iteration (wgmma.wait_group 1: the previous iteration's are
+  // done), so the copies go into the stage read two iterations back, free after the top barrier
+  // (every warpgroup has waited for those wgmmas), S - 2 iterations ahead; after the loop all
+  // are waited for (wait_group 0, and the accumulators fenced for the compiler).
+  size_t mma_wait = end;
+  for (size_t k = i; k < end; ++k)
+    if (wgmma() && trimmed(lines[k]) == "kiln_tile_wgmma_wait<0>();") mma_wait = mma_wait == end ? k : lines.size();
+  if (mma_wait == lines.size()) mma_wait = end;
+  const bool overlap = mma_wait < end, deep = overlap && in_flight_ && S >= 3 && !wgmma_acc_.empty();
+  const int ahead = deep ? S - 2 : S - 1;  // iterations whose copies are in flight
+  const std::string as = std::to_string(ahead);
+  o.push_back(pad + "// the operands' loads pipelined over " + ss + " stages (num_stages): the first " + as +
               " iterations' issued here");
   o.push_back(pad + "int _pipe_it = 0;");
   o.push_back(pad + "#pragma unroll");
-  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + std::to_string(S - 1) + "; ++_pipe_s) {");
+  o.push_back(pad + "for (int _pipe_s = 0; _pipe_s < " + as + "; ++_pipe_s) {");
   issue("(" + lo + ") + _pipe_s * (" + step + ")", "_pipe_s");
   o.push_back(pad + "}");
   o.push_back(lines[h - 1]);
-  o.push_back(pad + "  // iteration + " + std::to_string(S - 1) + "'s loads, into the stage iteration - 1 read");
-  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + std::to_string(S - 1) + " * (" + step + ");");
-  issue("_pipe_next", "(_pipe_it + " + std::to_string(S - 1) + ") % " + ss);
-  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(S - 1) + ">();  // this iteration's");
+  o.push_back(pad + "  // iteration + " + as + "'s loads, into the stage iteration - " + std::to_string(S - ahead) + " read" +
+              (overlap ? " (issued while this iteration's wgmmas run)" : ""));
+  o.push_back(pad + "  const " + decl.substr(0, decl.rfind(' ')) + " _pipe_next = " + X + " + " + as + " * (" + step + ");");
+  const std::string next_stage = "(_pipe_it + " + as + ") % " + ss;
+  if (!overlap) issue("_pipe_next", next_stage);
+  o.push_back(pad + "  kiln_tile_cp_async_wait<" + std::to_string(ahead - overlap) + ">();  // this iteration's");
+  if (wgmma()) o.push_back(pad + "  kiln_tile_fence_async();");
   o.push_back(pad + "  __syncthreads();");
   o.push_back(pad + "  const int _stage = _pipe_it % " + ss + ";");
   for (size_t k = h; k < b; ++k) o.push_back(lines[k]);
   o.insert(o.end(), decls.begin(), decls.end());
-  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(end));
+  o.insert(o.end(), lines.begin() + long(i), lines.begin() + long(mma_wait));
+  if (overlap) issue("_pipe_next", next_stage);
+  if (deep) o.push_back(lines[mma_wait].substr(0, indent(lines[mma_wait])) + "kiln_tile_wgmma_wait<1>();  // the previous iteration's");
+  o.insert(o.end(), lines.begin() + long(mma_wait + deep), lines.begin() + long(end));
   o.push_back(pad + "  ++_pipe_it;");
-  o.insert(o.end(), lines.begin() + long(end), lines.end());
+  o.push_back(lines[end]);
+  if (deep) {
+    o.push_back(pad + "kiln_tile_wgmma_wait<0>();  // the last iteration's wgmmas");
+    o.push_back(pad + "#pragma unroll");
+    o.push_back(pad + "for (int _j = 0; _j < " + std::to_string(mma_->per_thread()) + "; ++_j) kiln_tile_wgmma_reg(" + wgmma_acc_ + ".r[_j]);");
+  }
+  o.insert(o.end(), lines.begin() + long(end) + 1, lines.end());
   return join(o);
 }
 
 void CudaEmitter::emit_program(const std::string& unpipelined) {
   const std::string body = pipeline_loads(unpipelined);
   const Program& p = program();
+  for (const int64_t n : wgmma_widths_) out().raw(wgmma_instruction(n));
+  if (wgmma()) shared_bytes_ += kWgmmaAlignPad;
+  check_shared_bytes();  // (here only the alignment's 1024 bytes can take it over)
   std::string meta;
   for (const auto& [n, v] : p.meta.constexprs) meta += (meta.empty() ? "" : ", ") + n + "=" + v.str();
   out().line("// ---------------------------------------------------------------- kernel " + p.name);
@@ -957,7 +1122,12 @@ void CudaEmitter::emit_program(const std::string& unpipelined) {
   }
   out().open("extern \"C\" __global__ void __launch_bounds__(" + std::to_string(threads_) + ") " + cpu::entry_name(p) +
              "(" + sig + ")");
-  if (shared_bytes_ > 0) out().line("extern __shared__ __align__(16) unsigned char kiln_tile_smem[];");
+  if (wgmma()) {
+    out().line("extern __shared__ __align__(1024) unsigned char kiln_tile_smem_base[];");
+    out().line("unsigned char* const kiln_tile_smem = kiln_tile_smem_base + (1024 - unsigned(__cvta_generic_to_shared(kiln_tile_smem_base)) % 1024) % 1024;");
+  } else if (shared_bytes_ > 0) {
+    out().line("extern __shared__ __align__(16) unsigned char kiln_tile_smem[];");
+  }
   // No barrier at the end: nothing comes after it.
   const std::string last = "  __syncthreads();\n";
   const bool trailing = body.size() >= last.size() && body.compare(body.size() - last.size(), last.size(), last) == 0;
@@ -1076,7 +1246,8 @@ void CudaEmitter::choose_mma(const Program& p) {
     const int64_t M = rs[0], N = rs[1], K = a->type.shape[1];
     if ((d != kBFloat16 && d != kFloat16) || b->type.dtype != d || op.result()->type.dtype != kFloat32) return;
     if (M % 16 || N % 8 || K % 16 || !operand(a) || !operand(b)) return;
-    if (mma_ && mma_->shape != rs) return;  // one accumulator layout per kernel
+    if (mma_ && (mma_->shape != rs || (mma_->wgmma && !choose_wgmma(rs, K)))) return;  // one accumulator layout per kernel
+    if (!mma_ && wgmma_target_) mma_ = choose_wgmma(rs, K);
     if (!mma_) {
       // The warps' split whose warp tiles are squarest (fewest operand reads per mma).
       const int64_t warps = threads_ / 32;
@@ -1104,15 +1275,35 @@ void CudaEmitter::choose_mma(const Program& p) {
   if (mma_dots_.empty()) mma_.reset();
 }
 
+// The wgmma split of an [M, N] += [M, K] @ [K, N] dot, if its shape allows one: whole
+// warpgroups, M a multiple of 64 per warpgroup, K a multiple of 16 that is 16, 32 or a multiple
+// of 64 (a's panels), N per warpgroup at most 256 and a whole number of b's panels (min(N, 64)
+// columns: N 16, 32 or a multiple of 64). The split with the widest instructions (fewest reads of a).
+std::optional<CudaEmitter::Mma> CudaEmitter::choose_wgmma(const std::vector<int64_t>& rs, int64_t K) const {
+  const int64_t M = rs[0], N = rs[1], groups = threads_ / 128, panel = std::min<int64_t>(N, 64);
+  const bool k_ok = K == 16 || K == 32 || (K % 64 == 0 && K > 0);
+  const bool n_ok = N == 16 || N == 32 || (N % 64 == 0 && N > 0);
+  if (threads_ % 128 || !k_ok || !n_ok) return std::nullopt;
+  for (int64_t wn = 1; wn <= groups; ++wn) {
+    const int64_t wm = groups / wn;
+    if (groups % wn || M % (64 * wm) || N % wn || (N / wn) % panel || N / wn > 256) continue;
+    const Mma m{rs, wm, wn, M / wm / 64, N / wn / 8, true};
+    if (m.per_thread() <= kMaxAccumulators) return m;
+  }
+  return std::nullopt;
+}
+
 // This thread's accumulators, in the order of kiln_tile_mma_m16n8k16's c: j = (m * NT + n) * 4 + q.
 CLikeEmitter::ElementIndex CudaEmitter::begin_mma_elements() {
   const Mma& m = *mma_;
   const std::string N = std::to_string(m.shape[1]);
+  const std::string unit = m.wgmma ? "int(threadIdx.x >> 7)" : "int(threadIdx.x >> 5)";  // warpgroup or warp
   out().line("#pragma unroll");
   out().open("for (int _j = 0; _j < " + std::to_string(m.per_thread()) + "; ++_j)");
-  out().line("const int _row = int(threadIdx.x >> 5) / " + std::to_string(m.wn) + " * " + std::to_string(m.shape[0] / m.wm) +
-             " + _j / " + std::to_string(m.nt * 4) + " * 16 + int(threadIdx.x & 31) / 4 + (_j & 2) * 4;");
-  out().line("const int _col = int(threadIdx.x >> 5) % " + std::to_string(m.wn) + " * " + std::to_string(m.shape[1] / m.wn) +
+  out().line("const int _row = " + unit + " / " + std::to_string(m.wn) + " * " + std::to_string(m.shape[0] / m.wm) + " + _j / " +
+             std::to_string(m.nt * 4) + " * " + std::to_string(m.rows()) + (m.wgmma ? " + int(threadIdx.x >> 5 & 3) * 16" : "") +
+             " + int(threadIdx.x & 31) / 4 + (_j & 2) * 4;");
+  out().line("const int _col = " + unit + " % " + std::to_string(m.wn) + " * " + std::to_string(m.shape[1] / m.wn) +
              " + _j / 4 % " + std::to_string(m.nt) + " * 8 + int(threadIdx.x & 3) * 2 + (_j & 1);");
   out().line("const kiln_tile_at _i{_row * " + N + " + _col, _j};");
   in_elements_ = true;
@@ -1130,15 +1321,16 @@ bool CudaEmitter::declare_mma_block(const std::string& name, const std::string& 
   }
   for (const Op* dot : mma_dots_) {
     if (dot->operands[0] != v && dot->operands[1] != v) continue;
-    const int64_t at = shared_bytes_;
+    const int64_t align = mma_->wgmma ? 1024 : 16;  // wgmma: its panels' swizzle from 1024-byte boundaries
+    const int64_t at = (shared_bytes_ + align - 1) / align * align;
     shared_names_.push_back(name);
-    shared_bytes_ += (n * 2 + 15) / 16 * 16;
+    shared_bytes_ = at + (n * 2 + align - 1) / align * align;
     if (shared_bytes_ > kMaxSharedBytes) return false;  // (declared as a block: its error)
     operand16_.insert(name);
     out().line(kCopyBegin);
     out().line("const kiln_tile_smem16<" + std::string(v->type.dtype == kBFloat16 ? "true" : "false") + ", " +
-               std::to_string(v->type.shape.back()) + "> " + name + "{reinterpret_cast<uint16_t*>(kiln_tile_smem + " +
-               std::to_string(at) + ")};");
+               std::to_string(v->type.shape.back()) + (mma_->wgmma ? ", " + std::to_string(v->type.shape[0]) : "") + "> " + name +
+               "{reinterpret_cast<uint16_t*>(kiln_tile_smem + " + std::to_string(at) + ")};");
     return true;
   }
   return false;
@@ -1216,8 +1408,86 @@ void CudaEmitter::emit_mma_dot(const Op& op) {
   set_access(r, Access::array(res, row_major(shape)));
 }
 
+// r = acc + a @ b on wgmma: the accumulators from acc, then per k16 step each warpgroup's MT
+// wgmma m64nNk16 reading a (K-major) and b (N-major) from shared memory through their
+// descriptors, committed as one group and waited for, then the accumulators into r.
+void CudaEmitter::emit_wgmma_dot(const Op& op) {
+  const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];
+  const Value* r = op.result();
+  const Mma& m = *mma_;
+  const std::vector<int64_t>& shape = r->type.shape;
+  const int64_t M = shape[0], K = a->type.shape[1], N = shape[1], width = m.nt * 8;
+  wgmma_widths_.insert(width);
+  wgmma_acc_ = in_mma_registers(acc) ? array_name(acc) : std::string();  // (pipeline_loads: waited for after the loop)
+  if (!in_mma_registers(r)) wgmma_acc_.clear();
+  const std::string regs = std::to_string(m.per_thread()), w = std::to_string(width);
+  out().line("// dot [" + std::to_string(M) + ", " + std::to_string(K) + "] @ [" + std::to_string(K) + ", " + std::to_string(N) +
+             "] on tensor cores (wgmma m64n" + w + "k16, " + short_name(a->type.dtype) + " -> f32): " + std::to_string(m.wm) + " x " +
+             std::to_string(m.wn) + " warpgroups, each " + std::to_string(m.mt) + " m64 tiles" + origin_suffix(op));
+  const std::string res = array_name(r);
+  declare(r, res);
+  out().open("");
+  // An accumulator in registers that only this dot reads is accumulated in place: no other
+  // instruction writes the wgmmas' registers, so they can stay in flight across iterations.
+  const bool inplace = in_mma_registers(acc) && users_of_[acc].size() == 1 && block_named(array_name(acc)) == acc;
+  ElementIndex e;
+  if (inplace) {
+    out().line("float (&_c)[" + regs + "] = " + array_name(acc) + ".r;");
+  } else {
+    out().line("float _c[" + regs + "];");
+    e = begin_elements(shape);
+    out().line("_c[_j] = " + element(acc, e.dims, e.linear) + ";");
+    end_elements(shape);
+  }
+  out().line("const int _grow = int(threadIdx.x >> 7) / " + std::to_string(m.wn) + " * " + std::to_string(M / m.wm) +
+             ", _gcol = int(threadIdx.x >> 7) % " + std::to_string(m.wn) + " * " + std::to_string(N / m.wn) + ";");
+  out().line("#pragma unroll");
+  out().line("for (int _j = 0; _j < " + regs + "; ++_j) kiln_tile_wgmma_reg(_c[_j]);");
+  out().line("kiln_tile_wgmma_fence();");
+  out().line("#pragma unroll");
+  out().open("for (int _k = 0; _k < " + std::to_string(K) + "; _k += 16)");
+  out().line("#pragma unroll");
+  out().line("for (int _m = 0; _m < " + std::to_string(m.mt) + "; ++_m) kiln_tile_wgmma<" + w + ", " +
+             (a->type.dtype == kBFloat16 ? "true" : "false") + ">(&_c[_m * " + std::to_string(m.nt * 4) + "], " +
+             "kiln_tile_wgmma_desc<" + std::to_string(M) + ", " + std::to_string(K) + ", true>(" + array_name(a) +
+             ".p, _grow + _m * 64, _k), kiln_tile_wgmma_desc<" + std::to_string(K) + ", " + std::to_string(N) + ", false>(" +
+             array_name(b) + ".p, _k, _gcol));");
+  out().close();
+  out().line("kiln_tile_wgmma_commit();");
+  out().line("kiln_tile_wgmma_wait<0>();");
+  out().line("#pragma unroll");
+  out().line("for (int _j = 0; _j < " + regs + "; ++_j) kiln_tile_wgmma_reg(_c[_j]);");
+  out().line("__syncthreads();  // the operands are read (a later loop may write them)");
+  e = begin_elements(shape);
+  out().line(res + "[_i] = _c[_j];");
+  end_elements(shape);
+  out().close();
+  set_access(r, Access::array(res, row_major(shape)));
+}
+
+// The wgmma of N columns (kiln_tile_wgmma's specialization): N / 2 accumulator registers.
+std::string wgmma_instruction(int64_t n) {
+  const std::string w = std::to_string(n);
+  std::string s = "#if !defined(KILN_TILE_EMULATED) && !defined(KILN_TILE_WGMMA_N" + w + ")\n#define KILN_TILE_WGMMA_N" + w + "\n";
+  for (const bool bf16 : {true, false}) {
+    const std::string t = bf16 ? "bf16" : "f16";
+    s += "template <>\n__device__ inline void kiln_tile_wgmma<" + w + ", " + (bf16 ? "true" : "false") +
+         ">(float* d, unsigned long long a, unsigned long long b) {\n  asm volatile(\"{ .reg .pred p; setp.ne.b32 p, %" + std::to_string(n / 2 + 2) + ", 0; "
+         "wgmma.mma_async.sync.aligned.m64n" + w + "k16.f32." + t + "." + t + " {";
+    std::string outs;
+    for (int64_t i = 0; i < n / 2; ++i) {
+      s += (i ? ", %" : "%") + std::to_string(i);
+      outs += std::string(i ? ", " : "") + (i % 8 == 0 ? "\n      " : "") + "\"+f\"(d[" + std::to_string(i) + "])";
+    }
+    // a K-major (transpose 0), b N-major (transpose 1); scales 1
+    s += "}, %" + std::to_string(n / 2) + ", %" + std::to_string(n / 2 + 1) + ", p, 1, 1, 0, 1; }\"\n    :" + outs +
+         "\n    : \"l\"(a), \"l\"(b), \"r\"(1));\n}\n";
+  }
+  return s + "#endif\n";
+}
+
 void CudaEmitter::emit_dot(const Op& op) {
-  if (mma_dots_.count(&op)) return emit_mma_dot(op);
+  if (mma_dots_.count(&op)) return wgmma() ? emit_wgmma_dot(op) : emit_mma_dot(op);
   // Each output element by one thread, summed along K in order (as the CPU backend: the same
   // fused multiply-adds in the same order give the same result).
   const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];
@@ -1239,8 +1509,8 @@ void CudaEmitter::emit_dot(const Op& op) {
 
 }  // namespace
 
-EmittedKernel emit_kernel(const Program& p) {
-  CudaEmitter e;
+EmittedKernel emit_kernel(const Program& p, const std::string& arch, bool in_flight) {
+  CudaEmitter e(arch.ends_with("_90a"), in_flight);
   return e.run(p);
 }
 

@@ -18,7 +18,11 @@ struct EmittedKernel {
   int64_t shared_bytes = 0;  // dynamic shared memory per block (the program's blocks)
 };
 
-EmittedKernel emit_kernel(const Program& p);
+// arch: the target's NVRTC arch ("sm_90a"); on an sm_90a target the dots whose shapes allow it
+// run on wgmma, else on mma.sync (docs/cuda.md). in_flight: a pipelined loop's wgmmas may stay
+// in flight into the next iteration (false: each iteration waits for its own; the choice where
+// ptxas would serialize them, kernel.cc).
+EmittedKernel emit_kernel(const Program& p, const std::string& arch = "", bool in_flight = true);
 // A translation unit for NVRTC: the scalar prelude, the CUDA support code, then the kernels.
 std::string translation_unit(const std::vector<EmittedKernel>& kernels);
 

@@ -1,6 +1,7 @@
 // Compiling, loading and launching tile kernels on a GPU (kernel.h).
 #include "tile/cuda/kernel.h"
 
+#include <cstdlib>
 #include <limits>
 
 #include "runtime/cache.h"
@@ -119,12 +120,16 @@ void Kernel::launch(const Grid& grid, std::span<const Arg> args, rc::Stream stre
              unsigned(k.emitted.shared_bytes), stream ? stream : rc::current_stream(k.device), ptrs.data());
 }
 
-std::string cubin(const std::string& source, const std::string& file, const std::string& arch) {
+std::string cubin(const std::string& source, const std::string& file, const std::string& arch, const std::string& fallback) {
   namespace cache = runtime::cache;
   const std::string key =
-      cache::hash({source, arch, std::to_string(rc::nvrtc::version()), cache::kiln_version()}) + ".cubin";
+      cache::hash({source, arch, std::to_string(rc::nvrtc::version()), cache::kiln_version(), fallback}) + ".cubin";
   if (std::optional<std::string> hit = cache::get("tile-cuda", key)) return *std::move(hit);
-  rc::nvrtc::Output out = rc::nvrtc::compile(source, file, arch, {"-std=c++17"});
+  std::vector<std::string> options = {"-std=c++17"};
+  if (!fallback.empty()) options.push_back("--ptxas-options=-v");  // (its report says whether it serialized)
+  rc::nvrtc::Output out = rc::nvrtc::compile(source, file, arch, options);
+  if (!fallback.empty() && out.log.find("C7515") != std::string::npos)  // kept under the source's key
+    out = rc::nvrtc::compile(fallback, file, arch, {"-std=c++17"});
   cache::put("tile-cuda", key, out.binary);
   return std::move(out.binary);
 }
@@ -137,11 +142,19 @@ Kernel compile(Program p, const std::string& passes) {
   d->name = p.name;
   d->meta = p.meta;
   for (const Param& prm : p.params) d->params.push_back({prm.name, prm.kind, prm.value->type.dtype});
-  d->emitted = emit_kernel(p);
-  d->source = translation_unit(std::vector<EmittedKernel>{d->emitted});
   d->device = rc::current_device();
   d->arch = rc::properties(d->device).arch();
-  const std::string image = cubin(d->source, p.name + ".cu", d->arch);
+  // KILN_TILE_WGMMA=0: the dots on mma.sync even on sm_90a (to compare the two)
+  const char* wgmma = std::getenv("KILN_TILE_WGMMA");
+  const std::string arch = wgmma && std::string(wgmma) == "0" ? std::string() : d->arch;
+  d->emitted = emit_kernel(p, arch);
+  d->source = translation_unit(std::vector<EmittedKernel>{d->emitted});
+  // wgmmas kept in flight across iterations, unless ptxas would serialize them (C7515: an
+  // instruction other than a wgmma writes their accumulators): then each iteration waits for its own.
+  std::string fallback;
+  if (d->emitted.source.find("kiln_tile_wgmma_wait<1>") != std::string::npos)
+    fallback = translation_unit(std::vector<EmittedKernel>{emit_kernel(p, arch, false)});
+  const std::string image = cubin(d->source, p.name + ".cu", d->arch, fallback);
   d->module = rc::module_load(image, d->device);
   d->fn = rc::module_function(d->module, d->emitted.entry.c_str());
   if (d->emitted.shared_bytes > 48 * 1024) rc::set_max_dynamic_shared(d->fn, int(d->emitted.shared_bytes));

@@ -77,7 +77,8 @@ class Kernel {
 // cache runs no NVRTC) and loads on the current device. Without a GPU: kiln::Error "no CUDA GPU: ...".
 Kernel compile(Program p, const std::string& passes = "default");
 
-// The cubin of a translation unit for `arch`, through the disk cache ("tile-cuda").
-std::string cubin(const std::string& source, const std::string& file, const std::string& arch);
+// The cubin of a translation unit for `arch`, through the disk cache ("tile-cuda"); where ptxas
+// would serialize its wgmmas (C7515), that of `fallback` (if given) instead.
+std::string cubin(const std::string& source, const std::string& file, const std::string& arch, const std::string& fallback = "");
 
 }  // namespace kiln::tile::cuda

@@ -209,3 +209,22 @@ TEST(Autograd, GradcheckHandlesZeroDimOutputs) {
   EXPECT_TRUE(gradcheck([](const TensorList& in) { return TensorList{(in[0] * in[0]).sum()}; }, {x}));
   EXPECT_EQ(tensor<double>({2.0}, Shape{}).dim(), 0);
 }
+
+TEST(Autograd, LeafGradientsShareNoMemory) {
+  // A gradient may become .grad without a copy only when nothing else holds it: writing one leaf's
+  // .grad in place (as an optimizer does) must never reach another leaf's or the caller's tensor.
+  Tensor a = tensor<double>({1.0, 2.0}).requires_grad_(), b = tensor<double>({3.0, 4.0}).requires_grad_();
+  (a + b).sum().backward();  // add hands the same gradient to both
+  a.grad().mul_(5.0);
+  EXPECT_EQ(a.grad().to_vector<double>(), (std::vector<double>{5.0, 5.0}));
+  EXPECT_EQ(b.grad().to_vector<double>(), (std::vector<double>{1.0, 1.0}));
+  Tensor x = tensor<double>({1.0, 2.0}).requires_grad_(), g = tensor<double>({7.0, 8.0});
+  x.backward(g);  // a leaf as the root: its gradient is the caller's tensor
+  x.grad().mul_(2.0);
+  EXPECT_EQ(g.to_vector<double>(), (std::vector<double>{7.0, 8.0}));
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{14.0, 16.0}));
+  Tensor w = tensor<double>({1.0, 2.0, 3.0}).requires_grad_();
+  (w * 2.0).sum().backward();  // a fresh gradient nothing else holds
+  w.grad().add_(1.0);
+  EXPECT_EQ(w.grad().to_vector<double>(), (std::vector<double>{3.0, 3.0, 3.0}));
+}

@@ -199,6 +199,35 @@ TEST(OptimAdamW, MatchesDocumentedUpdate) {
     }
 }
 
+TEST(OptimAdam, FusedStepEqualsOpSequence) {
+  // A contiguous float parameter takes the one-pass update; the same values in a strided layout
+  // take the op sequence. Both must give the same bits, every option on, over several steps.
+  const AdamWOptions w{.lr = 0.05, .betas = {0.8, 0.95}, .eps = 1e-6, .weight_decay = 0.3};
+  AdamWOptions wa = w;
+  wa.amsgrad = wa.maximize = true;
+  const AdamOptions l2{.lr = 0.05, .weight_decay = 0.2, .amsgrad = true};
+  for (DType dt : {kFloat32, kFloat64})
+    for (int which = 0; which < 3; ++which) {
+      Vec theta;
+      Tensor strided = make_param({6, 7}, dt, &theta, "strided");
+      Tensor contig = tensor(theta, {6, 7}, dt).requires_grad_();
+      auto make = [&](Tensor& p) -> std::unique_ptr<Optimizer> {
+        if (which == 2) return std::make_unique<Adam>(std::vector<Tensor>{p}, l2);
+        return std::make_unique<AdamW>(std::vector<Tensor>{p}, which == 0 ? w : wa);
+      };
+      auto a = make(contig), b = make(strided);
+      for (const Vec& g : grad_sequence(42, 6)) {
+        give_grad(contig, g);
+        give_grad(strided, g);
+        a->step();
+        b->step();
+        ASSERT_EQ(contig.to_vector<double>(), strided.to_vector<double>()) << which << " " << name(dt);
+      }
+      for (const char* key : {"exp_avg", "exp_avg_sq"})
+        EXPECT_EQ(a->state(0).at(key).to_vector<double>(), b->state(0).at(key).to_vector<double>()) << key;
+    }
+}
+
 TEST(OptimAdamW, DesignatedInitializersAndDefaults) {
   Tensor p = zeros({2}).requires_grad_();
   AdamW opt({p}, {.lr = 3e-4, .weight_decay = 0.1});

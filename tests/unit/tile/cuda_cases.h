@@ -63,6 +63,13 @@ inline std::vector<Case> cases() {
       // Masked edges in M, N and K; N = 70 leaves b's rows misaligned for 16-byte loads.
       {"bench_matmul", cpu::Grid(4), {randn({200, 80}).to(kBFloat16), randn({80, 256}).to(kBFloat16), zeros({200, 256}, kBFloat16), 200, 256, 80}, 8e-3},
       {"matmul_bf16_small", cpu::Grid(4), {randn({100, 40}).to(kBFloat16), randn({40, 70}).to(kBFloat16), zeros({100, 70}, kBFloat16), 100, 70, 40}, 8e-3},
+      // wgmma: masked edges in M, N and K (N = 300 and K = 150: rows misaligned for 16-byte loads);
+      // whole tiles at K = 16 / 128 and N = 32 but for M.
+      {"wgmma_matmul", cpu::Grid(4), {randn({200, 150}).to(kBFloat16), randn({150, 300}).to(kBFloat16), zeros({200, 300}, kBFloat16), 200, 300, 150}, 8e-3},
+      {"wgmma_matmul", cpu::Grid(4), {randn({256, 128}).to(kBFloat16), randn({128, 512}).to(kBFloat16), zeros({256, 512}, kBFloat16), 256, 512, 128}, 8e-3},
+      {"wgmma_matmul_k16", cpu::Grid(6), {randn({130, 48}).to(kBFloat16), randn({48, 128}).to(kBFloat16), zeros({130, 128}, kBFloat16), 130, 128, 48}, 8e-3},
+      {"wgmma_matmul_k128", cpu::Grid(8), {randn({512, 256}).to(kBFloat16), randn({256, 128}).to(kBFloat16), zeros({512, 128}, kBFloat16), 512, 128, 256}, 8e-3},
+      {"wgmma_matmul_n32", cpu::Grid(4), {randn({100, 64}).to(kBFloat16), randn({64, 64}).to(kBFloat16), zeros({100, 64}, kBFloat16), 100, 64, 64}, 8e-3},
   };
 }
 

@@ -85,7 +85,7 @@ TEST(TileCudaEmit, EveryKernelCompilesWithNvrtcForSm90a) {
   namespace nvrtc = runtime::cuda::nvrtc;
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
   std::vector<cuda::EmittedKernel> kernels;
-  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k)));
+  for (const test::NamedKernel& k : test::cuda_kernels()) kernels.push_back(cuda::emit_kernel(prepared(k), test::host_test_arch(k.name)));
   const std::string src = cuda::translation_unit(kernels);
   nvrtc::Output out;
   try {
@@ -170,6 +170,93 @@ TEST(TileCudaEmit, Bf16DotRunsOnTensorCores) {
   // 2 runs of a and of b per thread: 2 x 4 copies for the first 2 iterations, 4 in the loop.
   EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.cg.shared.global"), 12);
   EXPECT_EQ(kiln::test::count_occurrences(body, "cp.async.wait_group 2"), 1);
+}
+
+// On sm_90a a dot whose shape allows it runs on wgmma: 128 x 256 x 64 with 8 warps is 2 x 1
+// warpgroups, each one m64n256k16 per k16 step; the accumulators stay in registers; the operands
+// in the wgmma layout (1024-byte aligned stages, 1024 bytes more for the alignment), written by
+// cp.async and fenced for the async proxy before the barrier; the PTX has the wgmmas with their
+// fence, commit and wait, and no mma.sync. A shape wgmma cannot take (K = 48) keeps mma.sync,
+// and without the arch every dot stays on mma.sync.
+// (Each iteration waiting for its wgmmas, in_flight false; the next test keeps them in flight.)
+TEST(TileCudaEmit, Bf16DotRunsOnWgmmaForSm90a) {
+  const cuda::EmittedKernel k =
+      cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a", false);
+  EXPECT_NE(k.source.find("on tensor cores (wgmma m64n256k16, bf16 -> f32): 2 x 1 warpgroups, each 1 m64 tiles"), std::string::npos)
+      << k.source;
+  EXPECT_EQ(k.shared_bytes, 4 * (128 * 64 + 64 * 256) * 2 + 1024);
+  EXPECT_NE(k.source.find("kiln_tile_mma_regs<float, 128>"), std::string::npos);
+  EXPECT_NE(k.source.find("kiln_tile_smem16<true, 64, 128>"), std::string::npos);  // a: [128, 64]
+  EXPECT_NE(k.source.find("kiln_tile_smem16<true, 256, 64>"), std::string::npos);  // b: [64, 256]
+  // (the next iteration's copies issued between the wgmmas and their wait: 2 groups may be pending)
+  EXPECT_NE(k.source.find("kiln_tile_cp_async_wait<2>();  // this iteration's\n    kiln_tile_fence_async();\n    __syncthreads();"),
+            std::string::npos);
+  const size_t issued = k.source.find("kiln_tile_wgmma_commit();"), next = k.source.find("const int _stage = (_pipe_it + 3) % 4;");
+  EXPECT_LT(issued, next);
+  EXPECT_LT(next, k.source.find("kiln_tile_wgmma_wait<0>();"));
+  EXPECT_EQ(k.source.find("@@"), std::string::npos);
+  const cuda::EmittedKernel odd = cuda::emit_kernel(prepared({"mm48", [] { return gpu_bench::matmul(128, 128, 48, 8); }}), "sm_90a");
+  EXPECT_NE(odd.source.find("mma.sync m16n8k16"), std::string::npos);
+  EXPECT_EQ(odd.source.find("wgmma"), std::string::npos);
+  EXPECT_EQ(cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }})).source.find("wgmma m64"),
+            std::string::npos);
+
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  const std::string ptx = nvrtc::compile(cuda::translation_unit({k}), "mm.cu", "compute_90a", {"-std=c++17"}).binary;
+  const std::string body = ptx.substr(ptx.find(".entry " + k.entry));
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"), 4);  // BK / 16
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.fence.sync.aligned"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.commit_group.sync.aligned"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(body, "wgmma.wait_group.sync.aligned 0"), 1);
+  EXPECT_GE(kiln::test::count_occurrences(body, "fence.proxy.async.shared::cta"), 1);
+  EXPECT_EQ(body.find("mma.sync"), std::string::npos);
+}
+
+// In a pipelined loop of 3 or more stages the wgmmas stay in flight into the next iteration
+// (wait_group 1 in the loop, 0 after it; the copies go S - 2 iterations ahead, into the stage read
+// two iterations back); where ptxas would serialize them (C7515, 128x256x64 at 255 registers)
+// cuda::cubin takes the fallback's cubin (each iteration waiting for its own), and where it
+// would not (256x128x64) the in-flight one.
+TEST(TileCudaEmit, WgmmasStayInFlightUnlessPtxasSerializesThem) {
+  auto source = [](int64_t bm, int64_t bn, bool in_flight) {
+    return cuda::translation_unit({cuda::emit_kernel(prepared({"mm", [&] { return gpu_bench::matmul(bm, bn, 64, 8, 4); }}), "sm_90a", in_flight)});
+  };
+  const std::string deep = source(128, 256, true), waited = source(128, 256, false);
+  EXPECT_EQ(kiln::test::count_occurrences(deep, "kiln_tile_wgmma_wait<1>();  // the previous iteration's"), 1);
+  EXPECT_EQ(kiln::test::count_occurrences(deep, "kiln_tile_wgmma_wait<0>();  // the last iteration's wgmmas"), 1);
+  EXPECT_NE(deep.find("kiln_tile_cp_async_wait<1>();  // this iteration's"), std::string::npos);
+  EXPECT_NE(deep.find("const int _stage = (_pipe_it + 2) % 4;"), std::string::npos);
+  EXPECT_EQ(waited.find("kiln_tile_wgmma_wait<1>"), std::string::npos);
+  namespace nvrtc = runtime::cuda::nvrtc;
+  if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
+  EXPECT_NE(nvrtc::compile(deep, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).log.find("C7515"), std::string::npos);
+  EXPECT_TRUE(cuda::cubin(deep, "mm.cu", "sm_90a", waited) == nvrtc::compile(waited, "mm.cu", "sm_90a", {"-std=c++17"}).binary);
+  const std::string deep2 = source(256, 128, true), waited2 = source(256, 128, false);
+  // (the cubin records ptxas's options: the in-flight one was compiled with -v)
+  EXPECT_TRUE(cuda::cubin(deep2, "mm.cu", "sm_90a", waited2) ==
+              nvrtc::compile(deep2, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).binary);
+}
+
+// A copy whose pointers rise by one element along the run and whose mask is true on a prefix of
+// it (index < bound, as the matmul's) tests only the run's last element's mask on the 16-byte
+// path; a mask true on a suffix (k >= lo) or none keep their own tests (the emulation runs both).
+TEST(TileCudaEmit, CopiesTestOnlyTheLastMaskOfAPrefixMask) {
+  const cuda::EmittedKernel mm = cuda::emit_kernel(prepared({"mm", [] { return gpu_bench::matmul(128, 256, 64, 8, 4); }}), "sm_90a");
+  EXPECT_EQ(kiln::test::count_occurrences(mm.source, ", 0.0f, true);"), 4);  // a and b, before and in the loop
+  const cuda::EmittedKernel k = cuda::emit_kernel(prepared({"mm_suffix", [] {
+    Builder b("mm_suffix");
+    auto a = b.arg_ptr("a", kBFloat16), bp = b.arg_ptr("b", kBFloat16), c = b.arg_ptr("c", kFloat32);
+    auto lo = b.arg_int("lo");
+    auto r = b.arange(0, 64), kk = b.arange(0, 16), n = b.arange(0, 64);
+    auto at = b.load(a + r.expand_dims(1) * 16 + kk.expand_dims(0), (r.expand_dims(1) < 64) & (kk.expand_dims(0) >= lo), 0.0);
+    auto bt = b.load(bp + kk.expand_dims(1) * 64 + n.expand_dims(0));
+    b.store(c + r.expand_dims(1) * 64 + n.expand_dims(0), b.dot(at, bt, b.zeros({64, 64})));
+    return b.finish();
+  }}), "sm_90a");
+  EXPECT_NE(k.source.find("wgmma m64n64k16"), std::string::npos) << k.source;
+  EXPECT_EQ(kiln::test::count_occurrences(k.source, ", 0.0f, true);"), 1) << k.source;  // b's only
+  EXPECT_EQ(kiln::test::count_occurrences(k.source, ".copy_run(_e, "), 2);
 }
 
 // The benchmark's matmul kernel is a matmul whose grouped tile order covers every tile once: on

@@ -35,7 +35,13 @@ template <class T>
 static inline void __stwb(T* p, T v) { *p = v; }
 static thread_local kiln_emu_dim3 threadIdx, blockIdx;
 static kiln_emu_dim3 gridDim, blockDim;
-alignas(16) static unsigned char kiln_tile_smem[232448];
+// A block's dynamic shared memory, 1024-byte aligned as wgmma's swizzle needs; a shared
+// address is the offset in it.
+alignas(1024) static unsigned char kiln_tile_smem_base[232448];
+static unsigned char* const kiln_tile_smem = kiln_tile_smem_base;
+static inline unsigned long long __cvta_generic_to_shared(const void* p) {
+  return (unsigned long long)(static_cast<const unsigned char*>(p) - kiln_tile_smem_base);
+}
 static pthread_barrier_t kiln_emu_barrier;
 static inline void __syncthreads() { pthread_barrier_wait(&kiln_emu_barrier); }
 // Tensor cores (the PTX ISA's fragment layouts): each lane's registers or row address through
@@ -47,6 +53,12 @@ static inline void kiln_tile_cp_async_commit() {}
 template <int N> static inline void kiln_tile_cp_async_wait() {}
 template <int N, bool TRANS> static void kiln_tile_ldmatrix(unsigned* r, const uint16_t* row);
 template <bool BF16> static void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* b);
+template <int N, bool BF16> static void kiln_tile_wgmma(float* d, unsigned long long a, unsigned long long b);
+static inline void kiln_tile_wgmma_fence() {}
+static inline void kiln_tile_wgmma_commit() {}
+template <int N> static inline void kiln_tile_wgmma_wait() {}
+static inline void kiln_tile_wgmma_reg(float&) {}
+static inline void kiln_tile_fence_async() {}
 static unsigned long long kiln_emu_lane[1024];
 template <class T>
 static inline T kiln_emu_exchange(T v, unsigned from) {
@@ -137,6 +149,37 @@ static void kiln_tile_mma_m16n8k16(float* c, const unsigned* a, const unsigned* 
   }
   __syncthreads();
 }
+// wgmma m64nNk16 read through its descriptors as the PTX ISA defines them (not through the
+// emitter's layout function): start address, leading and stride byte offsets (bits 16.. and
+// 32.., in 16 bytes), the swizzle (bits 62..: 1, 2, 3 = 128, 64, 32 bytes), which XORs the byte
+// address's bits 4.. with its bits 7... a is K-major: 8-row groups SBO apart, a group's rows W
+// (the swizzle's bytes) apart, k at 2 bytes; b N-major: W / 2 columns contiguous, the next
+// W / 2 at LBO, k rows W apart in groups of 8 SBO apart. Each thread computes its accumulators
+// (the warp's 16 rows of the m64 tile; register 4i + q: row g + 8 (q / 2), column 8i + 2t + q % 2).
+template <int N, bool BF16>
+static void kiln_tile_wgmma(float* d, unsigned long long da, unsigned long long db) {
+  auto offset = [](unsigned long long desc, int at) { return ((desc >> at) & 0x3fff) << 4; };
+  auto bytes = [](unsigned long long desc) { return (desc >> 62) == 1 ? 128u : (desc >> 62) == 2 ? 64u : (desc >> 62) == 3 ? 32u : 0u; };
+  auto element = [&](unsigned long long desc, unsigned long long at) {
+    unsigned long long addr = offset(desc, 0) + at;
+    const unsigned W = bytes(desc);
+    if (W) addr ^= ((addr >> 7) & (W / 16 - 1)) << 4;
+    uint16_t h;
+    std::memcpy(&h, kiln_tile_smem_base + addr, 2);
+    return BF16 ? ks::bfloat16_to_float(h) : ks::float16_to_float(h);
+  };
+  auto A = [&](unsigned r, unsigned k) { return element(da, r / 8 * offset(da, 32) + r % 8 * bytes(da) + k * 2); };
+  auto B = [&](unsigned k, unsigned n) {
+    const unsigned W = bytes(db);
+    return element(db, n / (W / 2) * offset(db, 16) + n % (W / 2) * 2 + k / 8 * offset(db, 32) + k % 8 * W);
+  };
+  const unsigned l = threadIdx.x & 31, w = threadIdx.x / 32 % 4;
+  for (unsigned i = 0; i < unsigned(N) / 8; ++i)
+    for (unsigned q = 0; q < 4; ++q) {
+      const unsigned row = 16 * w + l / 4 + (q / 2) * 8, col = 8 * i + 2 * (l % 4) + q % 2;
+      for (unsigned k = 0; k < 16; ++k) d[4 * i + q] = std::fma(A(row, k), B(k, col), d[4 * i + q]);
+    }
+}
 )";
 
 // The parameter types of an emitted entry point, from its signature.
@@ -167,7 +210,7 @@ TEST(TileCudaEmulated, EveryKernelMatchesTheCpuBackend) {
     Program p = nk.make();
     verify(p);
     run_passes(p, default_passes());
-    emitted.push_back(cuda::emit_kernel(p));
+    emitted.push_back(cuda::emit_kernel(p, test::host_test_arch(nk.name)));
     const cuda::EmittedKernel& k = emitted.back();
     types[nk.name] = param_types(k);
     std::string call;
@@ -177,8 +220,9 @@ TEST(TileCudaEmulated, EveryKernelMatchesTheCpuBackend) {
                std::to_string(k.threads) + ", [=] { " + k.entry + "(" + call + "); });\n}\n";
   }
   std::string tu = cuda::translation_unit(emitted);
-  const std::string smem = "extern __shared__ __align__(16) unsigned char kiln_tile_smem[];";
-  for (size_t at; (at = tu.find(smem)) != std::string::npos;) tu.erase(at, smem.size());  // the emulation's global
+  for (const std::string smem : {"extern __shared__ __align__(16) unsigned char kiln_tile_smem[];",
+                                 "extern __shared__ __align__(1024) unsigned char kiln_tile_smem_base[];"})
+    for (size_t at; (at = tu.find(smem)) != std::string::npos;) tu.erase(at, smem.size());  // the emulation's global
   std::shared_ptr<cpu::Library> lib = cpu::compile_source(kEmulation + tu + kEmulationAfter + runners, "cuda_emulated");
 
   for (const test::Case& c : test::cases()) {

@@ -139,7 +139,19 @@ inline std::vector<NamedKernel> cuda_kernels() {
       // (4 warps, 2 x 2 of 32 x 16; an odd count of n8 tiles per warp at BN = 24).
       {"bench_matmul", [] { return renamed(gpu_bench::matmul(128, 128, 32, 8), "bench_matmul"); }},
       {"matmul_bf16_small", [] { return renamed(gpu_bench::matmul(64, 48, 16, 4), "matmul_bf16_small"); }},
+      // dot on wgmma where the target is sm_90a (the emulation emits the wgmma_ kernels for it, the
+      // GPU test everything for the device): the benchmark's tile (2 warpgroups of m64n256, a's and
+      // b's 128-byte swizzle), K = 16 (a's 32-byte swizzle), K = 128 (two panels of a, 2 x m64 per
+      // warpgroup) and N = 32 (b's 64-byte swizzle).
+      {"wgmma_matmul", [] { return renamed(gpu_bench::matmul(128, 256, 64, 8, 4), "wgmma_matmul"); }},
+      {"wgmma_matmul_k16", [] { return renamed(gpu_bench::matmul(64, 64, 16, 4, 3), "wgmma_matmul_k16"); }},
+      {"wgmma_matmul_k128", [] { return renamed(gpu_bench::matmul(128, 64, 128, 4, 2), "wgmma_matmul_k128"); }},
+      {"wgmma_matmul_n32", [] { return renamed(gpu_bench::matmul(64, 32, 32, 4, 2), "wgmma_matmul_n32"); }},
   };
 }
+
+// The arch the tests without a GPU emit a kernel of cuda_kernels() for: sm_90a (wgmma) for the
+// wgmma_ ones, none (mma.sync) for the others; the GPU test emits every one for its device.
+inline std::string host_test_arch(const std::string& kernel) { return kernel.starts_with("wgmma_") ? "sm_90a" : ""; }
 
 }  // namespace kiln::tile::test
