@@ -53,6 +53,17 @@ void add_live(size_t nbytes) {
 
 bool cached(size_t nbytes) { return nbytes >= kLarge && !kBypassCache; }
 
+// KILN_HUGEPAGES=0|1: whether large blocks ask for transparent huge pages (docs/performance.md,
+// "Memory"): fewer TLB misses in steady state, but a huge page's first touch zeroes 2 MB at once,
+// and on a VM that returns free memory to its host (free page reporting) it faults there as well.
+bool huge_pages() {
+  static const bool on = [] {
+    const char* v = std::getenv("KILN_HUGEPAGES");
+    return !v || !*v || std::strcmp(v, "0") != 0;
+  }();
+  return on;
+}
+
 // The large-block paths stay out of line: the small-block path (every small tensor) then needs no
 // stack frame of its own.
 [[gnu::noinline]] void* allocate_large(size_t nbytes) {
@@ -78,7 +89,7 @@ bool cached(size_t nbytes) { return nbytes >= kLarge && !kBypassCache; }
   }
   if (!p) p = std::aligned_alloc(kHugePage, size);
   if (!p) return nullptr;
-  madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch; a hint only
+  if (huge_pages()) madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch; a hint only
   std::lock_guard<std::mutex> lock(c.m);
   c.live[p] = size;
   return p;
