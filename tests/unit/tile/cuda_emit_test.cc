@@ -230,8 +230,12 @@ TEST(TileCudaEmit, WgmmasStayInFlightUnlessPtxasSerializesThem) {
   EXPECT_EQ(waited.find("kiln_tile_wgmma_wait<1>"), std::string::npos);
   namespace nvrtc = runtime::cuda::nvrtc;
   if (!nvrtc::available()) GTEST_SKIP() << "NVRTC (libnvrtc) not found: " << nvrtc::unavailable_reason();
-  EXPECT_NE(nvrtc::compile(deep, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).log.find("C7515"), std::string::npos);
-  EXPECT_TRUE(cuda::cubin(deep, "mm.cu", "sm_90a", waited) == nvrtc::compile(waited, "mm.cu", "sm_90a", {"-std=c++17"}).binary);
+  // Whether ptxas serializes 128x256x64 is not fixed: this machine's NVRTC reports C7515 on every
+  // compile; on the H200 (13.0.88) one compile of the same source reported it and the next did
+  // not. So the cubin is one of the two: the in-flight one as ptxas built it, or the fallback's.
+  const std::string chosen = cuda::cubin(deep, "mm.cu", "sm_90a", waited);
+  EXPECT_TRUE(chosen == nvrtc::compile(waited, "mm.cu", "sm_90a", {"-std=c++17"}).binary ||
+              chosen == nvrtc::compile(deep, "mm.cu", "sm_90a", {"-std=c++17", "--ptxas-options=-v"}).binary);
   const std::string deep2 = source(256, 128, true), waited2 = source(256, 128, false);
   // (the cubin records ptxas's options: the in-flight one was compiled with -v)
   EXPECT_TRUE(cuda::cubin(deep2, "mm.cu", "sm_90a", waited2) ==
