@@ -651,6 +651,7 @@ class CudaEmitter final : public CLikeEmitter {
   bool in_mma_registers(const Value* v);
   void emit_mma_dot(const Op& op);
   void emit_wgmma_dot(const Op& op);
+  void finish_dot(const Value* r, const std::string& res);
   std::optional<Mma> choose_wgmma(const std::vector<int64_t>& rs, int64_t K) const;
   bool wgmma() const { return mma_ && mma_->wgmma; }
   const bool wgmma_target_;  // the target is sm_90a: dots whose shapes allow run on wgmma
@@ -1354,6 +1355,18 @@ bool CudaEmitter::in_mma_registers(const Value* v) {
 // r = acc + a @ b on tensor cores: the accumulators from acc, then per k16 step each warp's
 // fragments of a (ldmatrix) and b (ldmatrix.trans: b is k-major in shared memory) and an mma
 // per m16 x n8 tile, then the accumulators into r.
+// A tensor-core dot's last part, both forms': once every warp has read the shared operands, this
+// thread's accumulators _c become the result block's elements, and the block is the result.
+void CudaEmitter::finish_dot(const Value* r, const std::string& res) {
+  const std::vector<int64_t>& shape = r->type.shape;
+  out().line("__syncthreads();  // the operands are read (a later loop may write them)");
+  begin_elements(shape);
+  out().line(res + "[_i] = _c[_j];");
+  end_elements(shape);
+  out().close();
+  set_access(r, Access::array(res, row_major(shape)));
+}
+
 void CudaEmitter::emit_mma_dot(const Op& op) {
   const Value *a = op.operands[0], *b = op.operands[1], *acc = op.operands[2];
   const Value* r = op.result();
@@ -1400,12 +1413,7 @@ void CudaEmitter::emit_mma_dot(const Op& op) {
              " + _n) * 4], _fa[_m], &_fb[_n * 2]);");
   out().close();
   out().close();
-  out().line("__syncthreads();  // the operands are read (a later loop may write them)");
-  e = begin_elements(shape);
-  out().line(res + "[_i] = _c[_j];");
-  end_elements(shape);
-  out().close();
-  set_access(r, Access::array(res, row_major(shape)));
+  finish_dot(r, res);
 }
 
 // r = acc + a @ b on wgmma: the accumulators from acc, then per k16 step each warpgroup's MT
@@ -1457,12 +1465,7 @@ void CudaEmitter::emit_wgmma_dot(const Op& op) {
   out().line("kiln_tile_wgmma_wait<0>();");
   out().line("#pragma unroll");
   out().line("for (int _j = 0; _j < " + regs + "; ++_j) kiln_tile_wgmma_reg(_c[_j]);");
-  out().line("__syncthreads();  // the operands are read (a later loop may write them)");
-  e = begin_elements(shape);
-  out().line(res + "[_i] = _c[_j];");
-  end_elements(shape);
-  out().close();
-  set_access(r, Access::array(res, row_major(shape)));
+  finish_dot(r, res);
 }
 
 // The wgmma of N columns (kiln_tile_wgmma's specialization): N / 2 accumulator registers.
