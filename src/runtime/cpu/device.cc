@@ -53,13 +53,14 @@ void add_live(size_t nbytes) {
 
 bool cached(size_t nbytes) { return nbytes >= kLarge && !kBypassCache; }
 
-// KILN_HUGEPAGES=0|1: whether large blocks ask for transparent huge pages (docs/performance.md,
-// "Memory"): fewer TLB misses in steady state, but a huge page's first touch zeroes 2 MB at once,
-// and on a VM that returns free memory to its host (free page reporting) it faults there as well.
+// KILN_HUGEPAGES=1 asks for transparent huge pages on large blocks (docs/performance.md,
+// "Memory"); off by default: a huge page's first touch zeroes 2 MB at once, and on a VM that
+// returns free memory to its host (free page reporting) it faults there as well, which doubled
+// the first training step of a fresh process while steady steps measured the same either way.
 bool huge_pages() {
   static const bool on = [] {
     const char* v = std::getenv("KILN_HUGEPAGES");
-    return !v || !*v || std::strcmp(v, "0") != 0;
+    return v && std::strcmp(v, "1") == 0;
   }();
   return on;
 }
@@ -89,7 +90,7 @@ bool huge_pages() {
   }
   if (!p) p = std::aligned_alloc(kHugePage, size);
   if (!p) return nullptr;
-  if (huge_pages()) madvise(p, size, MADV_HUGEPAGE);  // fewer faults on first touch; a hint only
+  if (huge_pages()) madvise(p, size, MADV_HUGEPAGE);  // fewer TLB misses and faults; a hint only
   std::lock_guard<std::mutex> lock(c.m);
   c.live[p] = size;
   return p;
