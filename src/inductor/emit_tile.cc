@@ -314,11 +314,11 @@ class Emitter {
     return sym::floordiv(sym::add(n, sym::constant(block - 1)), sym::constant(block));
   }
 
-  // Whether a plain reduction reads along its reduced dim with a stride and along its (last)
-  // output dim contiguously: every load the reduction moves steps 1 along the columns and not
-  // along the rows.
+  // Whether a reduction (or a group of them, as a layer norm backward's weight and bias sums)
+  // reads along its reduced dim with a stride and along its (last) output dim contiguously:
+  // every load that moves with both steps 1 along the columns and not along the rows.
   bool column_reduction() const {
-    if (n_.kind != NodeKind::Reduction || !n_.stages.empty() || xvars_.empty() || rvars_.empty()) return false;
+    if (n_.kind != NodeKind::Reduction || xvars_.empty() || rvars_.empty()) return false;
     const ExprPtr& x = xvars_.back();
     bool any = false, ok = true;
     std::set<const Value*> seen;
@@ -329,7 +329,7 @@ class Emitter {
       const ExprPtr e = substitute(v->index, subst_);
       bool moves = false;
       for (const ExprPtr& r : rvars_) moves |= contains(e, r);
-      if (!moves) return;
+      if (!moves || !contains(e, x)) return;  // (a value per row, as a layer norm's statistics: broadcast along the columns)
       const ExprPtr cx = coefficient(e, x), cr = coefficient(e, rvars_.back());
       any = true;
       ok &= cx && cr && sym::statically_known_equal(cx, sym::constant(1)) && !sym::statically_known_equal(cr, sym::constant(1));
