@@ -95,11 +95,33 @@ TEST(InductorBackend, TrainingGradientsMatchEager) {
   Tensor l1 = f(x);
   l1.backward();
   Tensor g1 = w.grad().clone();
-  w.grad() = Tensor();
+  w.set_grad(Tensor());
   Tensor l2 = loss_fn(x);
   l2.backward();
   expect_near(l1.detach(), l2.detach(), 1e-5, 1e-5);
   expect_near(g1, w.grad(), 1e-4, 1e-5);
+}
+
+// layer_norm's backward: its weight and bias gradients are a group of column sums over the rows
+// (the [RBLOCK, XBLOCK] column path, the rows' mean and rstd broadcast along the columns), with
+// columns that fill the blocks (128) and that leave a masked tail (100).
+TEST(InductorBackend, LayerNormGradientsMatchEager) {
+  for (int64_t c : {int64_t(128), int64_t(100)}) {
+    SCOPED_TRACE(c);
+    Tensor w = randn({c}).requires_grad_(), b = randn({c}).requires_grad_();
+    Tensor x = randn({96, c}).requires_grad_(), t = randn({96, c});
+    auto loss_fn = [&](const Tensor& x) { return layer_norm(x, {c}, w, b).mul(t).sum(); };
+    loss_fn(x).backward();
+    const Tensor gx = x.grad().clone(), gw = w.grad().clone(), gb = b.grad().clone();
+    x.set_grad(Tensor());
+    w.set_grad(Tensor());
+    b.set_grad(Tensor());
+    auto f = compile(loss_fn, inductor());
+    f(x).backward();
+    expect_near(x.grad(), gx, 1e-4, 1e-5);
+    expect_near(w.grad(), gw, 1e-4, 1e-5);
+    expect_near(b.grad(), gb, 1e-4, 1e-5);
+  }
 }
 
 }  // namespace
