@@ -32,9 +32,10 @@ def main():
     kiln.manual_seed(0)
     fn, args, _, _ = cpu.workload(kiln, a.workload)
     before = getattr(fn, "before_call", None)
+    no_grad = getattr(fn, "no_grad", False)  # (read before compile: the compiled function has no such attribute)
     if a.backend != "eager":
         fn = kiln.compile(fn, backend=a.backend)
-    if getattr(fn, "no_grad", False):
+    if no_grad:
         fn = kiln.no_grad()(fn)
     for i in range(a.calls):
         r0, u0 = rss_mb(), resource.getrusage(resource.RUSAGE_SELF)
