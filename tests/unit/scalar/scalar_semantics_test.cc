@@ -52,8 +52,8 @@ float from_bits(uint32_t u) {
 }
 
 TEST(ScalarSemantics, EveryPointwisePrimHasAKernelFromItsScalarFunction) {
-  // The eager kernels are registered by walking ops.def's POINTWISE family through the table in
-  // src/eager/cpu/elementwise.cc (pointwise_kernel); a prim missing there has no kernel.
+  // The eager kernels are registered by walking ops.def's POINTWISE family through the op groups' tables
+  // (src/eager/cpu/pointwise_kernels.h); a prim missing there has no kernel.
   std::string missing;
   int prims = 0;
   for (int i = 0; i < kiln::ops::kNumOps; ++i) {
@@ -64,8 +64,8 @@ TEST(ScalarSemantics, EveryPointwisePrimHasAKernelFromItsScalarFunction) {
   }
   EXPECT_GE(prims, 60);  // the walk finds them (69 today)
   EXPECT_TRUE(missing.empty()) << "pointwise prims without a kernel:" << missing
-                               << "\nwrite kiln::scalar::<op> in src/scalar/ and add the op to pointwise_kernel"
-                                  " in src/eager/cpu/elementwise.cc";
+                               << "\nwrite kiln::scalar::<op> in src/scalar/ and add the op to its group's table"
+                                  " (src/eager/cpu/elementwise_{unary,math,arith,compare}.cc)";
 }
 
 TEST(ScalarSemantics, IntegerArithmeticWraps) {
