@@ -222,7 +222,8 @@ std::vector<Tensor> call_with_grad(const ops::Args& a) {
     m.grad_fn = node;
     m.output_nr = uint32_t(i);
   }
-  if (info.kind == ops::OpKind::VIEW) note_view(a.tensor(0), outs.at(0));
+  if (info.family == ops::OpFamily::VIEW)  // split's pieces are views too: each one's writes reach the base
+    for (const Tensor& o : outs) note_view(a.tensor(0), o);
   if (info.flags & ops::MUTATES) {
     rebase_view_base(a.tensor(0), a.tensor(1));
     note_history_set(a.tensor(0));
@@ -246,7 +247,7 @@ std::vector<Tensor> OpNode::apply(std::vector<Tensor>&& grads) {
                   "trying to backward through the graph a second time (", name(),
                   "): its saved tensors were freed after the first backward");
   // A view's derivative reads only its input's geometry, which in-place writes keep.
-  const bool values_used = !(ops::op_info(saved.op).flags & ops::MUTATES) && ops::op_info(saved.op).kind != ops::OpKind::VIEW;
+  const bool values_used = !(ops::op_info(saved.op).flags & ops::MUTATES) && ops::op_info(saved.op).family != ops::OpFamily::VIEW;
   for (size_t i = 0; i < saved_versions.size() && values_used; ++i) {
     const Tensor& t = inputs[i];
     KILN_CHECK_HINT(t.impl()->storage->version == saved_versions[i],

@@ -39,6 +39,12 @@ KILN_DERIVATIVE(permute) {
 KILN_DERIVATIVE(squeeze) { return {reshape(g.grads[0], g.inputs[0].sym_sizes())}; }
 KILN_DERIVATIVE(unsqueeze) { return {reshape(g.grads[0], g.inputs[0].sym_sizes())}; }
 
+// split and split_with_sizes: one node for all the pieces, so their gradients meet in one cat
+// (the engine gives a piece without a gradient zeros) instead of a zero-padded copy of the whole
+// input per piece summed by the engine.
+KILN_DERIVATIVE(split) { return {cat(g.grads, ops::wrap_dim(g.args.i64(2), g.inputs[0].dim()))}; }
+KILN_DERIVATIVE(split_with_sizes) { return {cat(g.grads, ops::wrap_dim(g.args.i64(2), g.inputs[0].dim()))}; }
+
 // slice: zero padding where step is 1, otherwise an index_put of the picked positions.
 KILN_DERIVATIVE(slice) {
   const Tensor& x = g.inputs[0];

@@ -139,6 +139,42 @@ TEST(Autograd, AViewTakenBeforeAWriteElsewhereReadsTheNewHistory) {
   EXPECT_EQ(g[1].to_vector<double>(), (std::vector<double>{100, 0}));
 }
 
+TEST(Autograd, SplitIsOneNodeWhosePiecesGetOneCat) {
+  // qkv-style: only two of three pieces reach the loss; the unused one's gradient is zeros.
+  Tensor x = tensor<double>({1, 2, 3, 4, 5, 6}).view({2, 3}).requires_grad_();
+  Tensor h = x * 2.0;
+  TensorList p = h.split(1, 1);
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].grad_fn_name(), "splitBackward");
+  Tensor y = (p[0] * 10.0 + p[2] * p[2]).sum();  // dy/dx = 20 | 0 | 2 * (2x)^2 ... d/dx (2x)^2 = 8x
+  y.backward();
+  EXPECT_EQ(x.grad().to_vector<double>(), (std::vector<double>{20, 0, 8 * 3, 20, 0, 8 * 6}));
+  Tensor z = tensor<double>({1, 2, 3, 4, 5}).requires_grad_();
+  TensorList q = (z * 1.0).split_with_sizes({2, 3}, 0);
+  (q[1] * 3.0).sum().backward();
+  EXPECT_EQ(z.grad().to_vector<double>(), (std::vector<double>{0, 0, 3, 3, 3}));
+}
+
+TEST(Autograd, SplitPiecesAreViews) {
+  // A write into a piece reaches the base's history, and a later piece reads it; a write into the
+  // base after the split is no error (split's derivative reads only shapes).
+  Tensor x = tensor<double>({1, 2, 3, 4}).requires_grad_();
+  Tensor s = tensor<double>({5, 6}).requires_grad_();
+  Tensor h = x * 2.0;
+  TensorList p = h.split(2, 0);
+  p[0].mul_(s);  // h = [2 x0 s0, 2 x1 s1, 2 x2, 2 x3]
+  TensorList g = grad({(h * tensor<double>({1, 10, 100, 1000})).sum()}, {x, s});
+  EXPECT_EQ(g[0].to_vector<double>(), (std::vector<double>{2 * 5, 10 * 2 * 6, 200, 2000}));
+  EXPECT_EQ(g[1].to_vector<double>(), (std::vector<double>{2, 10 * 2 * 2}));
+  Tensor w = tensor<double>({1, 2, 3, 4}).requires_grad_();
+  Tensor hw = w * 3.0;
+  TensorList pw = hw.split(2, 0);
+  Tensor piece = pw[1];  // its backward starts at the split node, which saved hw
+  hw.add_(1.0);
+  TensorList gw = grad({piece}, {w}, {tensor<double>({10, 100})});
+  EXPECT_EQ(gw[0].to_vector<double>(), (std::vector<double>{0, 0, 30, 300}));
+}
+
 TEST(Autograd, InPlaceIntoAViewOfALeafThatRequiresGradIsAnError) {
   Tensor x = zeros({2, 2}).requires_grad_();
   EXPECT_THROW(x.select(0, 0).add_(1.0), Error);
