@@ -36,9 +36,6 @@ std::vector<Tensor> nextafter_kernel(const Args& a, const std::vector<TensorSpec
 }  // namespace
 
 KernelFn arith_kernel_of(OpId op) {
-#define UNARY(fn) case OpId::fn: return unary_kernel<SCALAR_FN(fn)>;
-#define BINARY(fn) case OpId::fn: return binary_kernel<SCALAR_FN(fn)>;
-#define BINARY_NONZERO(fn, error) case OpId::fn: return binary_kernel<SCALAR_FN(fn), ZeroDivisor::error>;
   switch (op) {
     BINARY(add) BINARY(sub) BINARY(mul) BINARY(maximum) BINARY(minimum) BINARY(atan2) BINARY(hypot)
     BINARY(copysign)
@@ -48,9 +45,6 @@ KernelFn arith_kernel_of(OpId op) {
     case OpId::nextafter: return nextafter_kernel;
     default: return nullptr;
   }
-#undef UNARY
-#undef BINARY
-#undef BINARY_NONZERO
 }
 
 }  // namespace kiln::eager::cpu

@@ -4,18 +4,12 @@
 namespace kiln::eager::cpu {
 
 KernelFn unary_math_kernel_of(OpId op) {
-#define UNARY(fn) case OpId::fn: return unary_kernel<SCALAR_FN(fn)>;
-#define BINARY(fn) case OpId::fn: return binary_kernel<SCALAR_FN(fn)>;
-#define BINARY_NONZERO(fn, error) case OpId::fn: return binary_kernel<SCALAR_FN(fn), ZeroDivisor::error>;
   switch (op) {
     UNARY(exp) UNARY(exp2) UNARY(expm1) UNARY(log) UNARY(log2) UNARY(log1p) UNARY(sqrt) UNARY(rsqrt) UNARY(sin)
     UNARY(cos) UNARY(tan) UNARY(tanh) UNARY(asin) UNARY(acos) UNARY(atan) UNARY(sinh) UNARY(cosh) UNARY(asinh)
     UNARY(acosh) UNARY(atanh) UNARY(erf) UNARY(erfc) UNARY(erfinv) UNARY(sigmoid) UNARY(lgamma) UNARY(digamma)
     default: return nullptr;
   }
-#undef UNARY
-#undef BINARY
-#undef BINARY_NONZERO
 }
 
 }  // namespace kiln::eager::cpu

@@ -4,18 +4,12 @@
 namespace kiln::eager::cpu {
 
 KernelFn unary_kernel_of(OpId op) {
-#define UNARY(fn) case OpId::fn: return unary_kernel<SCALAR_FN(fn)>;
-#define BINARY(fn) case OpId::fn: return binary_kernel<SCALAR_FN(fn)>;
-#define BINARY_NONZERO(fn, error) case OpId::fn: return binary_kernel<SCALAR_FN(fn), ZeroDivisor::error>;
   switch (op) {
     UNARY(neg) UNARY(abs) UNARY(sign) UNARY(reciprocal) UNARY(floor) UNARY(ceil) UNARY(round) UNARY(trunc)
     UNARY(isnan) UNARY(isinf) UNARY(isfinite) UNARY(logical_not) UNARY(bitwise_not)
     UNARY(relu)  // a composite with a fast kernel
     default: return nullptr;
   }
-#undef UNARY
-#undef BINARY
-#undef BINARY_NONZERO
 }
 
 }  // namespace kiln::eager::cpu

@@ -95,6 +95,11 @@ std::vector<Tensor> binary_kernel(const Args& a, const std::vector<TensorSpec>& 
   return {out};
 }
 
+// The case lines of the groups' tables (only the elementwise_*.cc files include this header).
+#define UNARY(fn) case OpId::fn: return unary_kernel<SCALAR_FN(fn)>;
+#define BINARY(fn) case OpId::fn: return binary_kernel<SCALAR_FN(fn)>;
+#define BINARY_NONZERO(fn, error) case OpId::fn: return binary_kernel<SCALAR_FN(fn), ZeroDivisor::error>;
+
 // The kernel of each op of one group, null for an op outside it (elementwise.cc registers them).
 KernelFn unary_kernel_of(OpId op);        // elementwise_unary.cc: signs, rounding, predicates
 KernelFn unary_math_kernel_of(OpId op);   // elementwise_math.cc: exp, log, trigonometric, special
