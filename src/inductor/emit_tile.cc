@@ -201,7 +201,7 @@ class Emitter {
     const ExprPtr xnumel = product(outer_ranges);
     int64_t xblock = 1;  // (the tiled pointwise kernel sets its grid itself)
     if (n_.kind == NodeKind::Pointwise && xvars_.size() > 1) {
-      k.grid = tiled_pointwise();
+      k.grid = tiled_pointwise(exprs);
     } else if (n_.kind == NodeKind::Pointwise) {
       xblock = block("XBLOCK", block_for(n_.ranges, 1024));
       pointwise(b_.constexpr_int("XBLOCK", xblock));
@@ -288,26 +288,73 @@ class Emitter {
   // strided view): blocks of [YBLOCK, XBLOCK] over (the outer dims flattened, the innermost dim),
   // so the innermost index is the block's lane (no div/mod per element: a contiguous, vectorized
   // inner loop) and the outer dims split once per row. Returns the grid.
-  ExprPtr tiled_pointwise() {
+  //
+  // Where the index math divides the innermost variable (a view splitting the last dim, as
+  // [B, T, H * D] read as [B, H, T, D]), the block is the largest power of two dividing every such
+  // divisor, and the variable is xblock * q + l (q the program's block, l the lane): sym then
+  // reduces (xblock * q + l) // D to a per-program scalar and the mod to l plus one, so the loads
+  // stay contiguous instead of a gather with a div and a mod per lane.
+  ExprPtr tiled_pointwise(const std::vector<ExprPtr>& exprs) {
     const SymShape outer(xranges_.begin(), xranges_.end() - 1);
     const SymShape inner = {xranges_.back()};
     const std::vector<ExprPtr> outer_vars(xvars_.begin(), xvars_.end() - 1);
-    const int64_t xblock = b_.constexpr_int("XBLOCK", block("XBLOCK", block_for(inner, 1024)));
+    const int64_t chosen = block_for(inner, 1024);
+    const int64_t split = lane_split_block(exprs, chosen);
+    const int64_t xblock = b_.constexpr_int("XBLOCK", block("XBLOCK", split ? split : chosen));
     const int64_t yblock = b_.constexpr_int("YBLOCK", block("YBLOCK", block_for(outer, std::max<int64_t>(1, 1024 / xblock))));
     const ExprPtr xprograms = cdiv(product(inner), xblock);
     Val pid = b_.program_id(0).to(kInt64), xp = expr(xprograms);
     Val ylin = (b_.floor_divide(pid, xp) * yblock + b_.arange(0, yblock).to(kInt64)).expand_dims(1);
-    Val xlin = ((pid % xp) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(0);
+    const bool lane_split = split && xblock == split;  // (split divides the extent: no mask)
+    Val q, lanes, xlin;
+    if (lane_split) {
+      q = pid % xp;
+      lanes = b_.arange(0, xblock).to(kInt64).expand_dims(0);
+    } else {
+      xlin = ((pid % xp) * xblock + b_.arange(0, xblock).to(kInt64)).expand_dims(0);
+    }
     if (needs_mask(outer, yblock)) mask_ = ylin < expr(product(outer));
     if (needs_mask(inner, xblock)) mask_ = mask_.defined() ? mask_ & (xlin < expr(product(inner))) : xlin < expr(product(inner));
     bind_vars(ylin, outer_vars, outer);
-    vars_[xvars_.back()] = xlin;
+    if (lane_split) {
+      const ExprPtr qs = sym::index("xq", xprograms), ls = sym::index("xl", sym::constant(xblock));
+      const std::map<ExprPtr, ExprPtr> by{{xvars_.back(), sym::add(sym::mul(sym::constant(xblock), qs), ls)}};
+      for (auto& [var, e] : subst_) e = substitute(e, by);
+      vars_[qs] = q;
+      vars_[ls] = lanes;
+    } else {
+      vars_[xvars_.back()] = xlin;
+    }
     for (size_t i = 0; i < n_.bodies.size(); ++i) {
       const int o = n_.outputs[i];
       const Buffer& out = p_.buffers[size_t(o)];
       store(o, index(offset_of(n_.vars, out.strides)), value(n_.bodies[i]).to(out.dtype), mask_);
     }
     return sym::mul(cdiv(product(outer), yblock), xprograms);
+  }
+
+  // tiled_pointwise's lane split: the largest power of two, at most `chosen` and at least 16,
+  // dividing the constant divisor of every floor division and mod of the innermost variable in
+  // the node's index expressions; 0 when there is none (or the block would be smaller).
+  int64_t lane_split_block(const std::vector<ExprPtr>& exprs, int64_t chosen) const {
+    const ExprPtr& x = xvars_.back();
+    int64_t n = 0;
+    if (!sym::is_const(xranges_.back().as_expr(), &n) || n <= 0) return 0;
+    int64_t block = chosen;
+    bool any = false;
+    std::function<void(const ExprPtr&)> go = [&](const ExprPtr& e) {
+      for (const ExprPtr& a : e->args) go(a);
+      if ((e->kind != sym::Kind::FloorDiv && e->kind != sym::Kind::Mod) || !contains(e->args[0], x)) return;
+      int64_t d = 0;
+      if (!sym::is_const(e->args[1], &d) || d <= 0) {
+        block = 0;
+        return;
+      }
+      any = true;
+      while (block > 1 && d % block) block /= 2;
+    };
+    for (const ExprPtr& e : exprs) go(substitute(e, subst_));
+    return any && block >= 16 && n % block == 0 ? block : 0;
   }
 
   static ExprPtr cdiv(const ExprPtr& n, int64_t block) {
@@ -615,9 +662,9 @@ class Emitter {
   // The index e of an indirect Load / Index x: its gather variables g<k> bound to its args'
   // values for this expression only (another load's g0 is another value).
   Val indirect(const Value* x, const ExprPtr& e) {
-    if (x->args.empty()) return expr(e);
+    if (gather_count(*x) == 0) return expr(e);
     std::vector<Val> at;
-    for (const Value* a : x->args) at.push_back(value(a).to(kInt64));
+    for (size_t k = 0; k < gather_count(*x); ++k) at.push_back(value(x->args[k]).to(kInt64));
     const auto vars = vars_;
     const auto exprs = exprs_;
     for (size_t k = 0; k < at.size(); ++k) {
@@ -678,7 +725,11 @@ class Emitter {
         const Val at = indirect(x, e);
         // A load the reduction variables do not move needs only the rows' mask (and is one per row).
         const bool moves = moved_by_r(x);
-        const Val m = moves ? mask_ : xmask_;
+        Val m = moves ? mask_ : xmask_;
+        if (x->masked) {  // (its own mask: where the index may leave the buffer)
+          Val own = value(x->args.back());
+          m = m.defined() ? m & own : own;
+        }
         v = m.defined() ? b_.load(ptrs_.at(x->buffer) + at, m) : b_.load(ptrs_.at(x->buffer) + at);
         break;
       }

@@ -71,7 +71,7 @@ const char* node_kind_name(NodeKind k) {
 bool Program::Key::operator==(const Key& o) const {
   const Value &a = *v, &b = *o.v;
   return a.kind == b.kind && a.dtype == b.dtype && a.op == b.op && a.rounding == b.rounding && a.args == b.args &&
-         a.buffer == b.buffer && a.index == b.index && number_kind(a.number) == number_kind(b.number) &&
+         a.buffer == b.buffer && a.masked == b.masked && a.index == b.index && number_kind(a.number) == number_kind(b.number) &&
          number_bits(a.number) == number_bits(b.number);
 }
 
@@ -81,7 +81,7 @@ size_t Program::KeyHash::operator()(const Key& k) const {
   h = mix(h, size_t(v.op));
   h = mix(h, size_t(v.rounding));
   for (const Value* a : v.args) h = mix(h, std::hash<const void*>()(a));
-  h = mix(h, size_t(v.buffer + 1));
+  h = mix(h, size_t(v.buffer + 1) * 2 + v.masked);
   if (v.index) h = mix(h, size_t(sym::hash(v.index)));
   h = mix(h, number_bits(v.number));
   return h;
@@ -90,10 +90,13 @@ size_t Program::KeyHash::operator()(const Key& k) const {
 const Value* Program::make(Value v) {
   if (v.index && !gathered_.empty() && (v.kind == ValueKind::Load || v.kind == ValueKind::Index)) {
     std::map<ExprPtr, ExprPtr> local;  // gather_symbol's variables -> this value's g<k>
+    const Value* mask = v.masked ? v.args.back() : nullptr;  // (stays the last arg)
+    if (mask) v.args.pop_back();
     for (const ExprPtr& s : symbols_in(v.index, gathered_)) {
       local[s] = gather_var(v.args.size(), s->extent);
       v.args.push_back(gathered_.at(s));
     }
+    if (mask) v.args.push_back(mask);
     if (!local.empty()) v.index = substitute(v.index, local);
   }
   auto it = interned_.find(Key{&v});
@@ -119,6 +122,25 @@ const Value* Program::load(int buffer, ExprPtr index) {
   v.buffer = buffer;
   v.index = std::move(index);
   return make(std::move(v));
+}
+
+const Value* Program::under_mask(const Value* v, const Value* mask, const std::map<ExprPtr, ExprPtr>& with) {
+  if (mask->kind == ValueKind::Constant && !mask->number.to_bool()) return constant(kiln::Scalar(int64_t(0)), v->dtype);
+  std::map<const Value*, const Value*> done;
+  std::function<const Value*(const Value*)> go = [&](const Value* x) -> const Value* {
+    if (x->kind == ValueKind::Constant) return x;
+    auto it = done.find(x);
+    if (it != done.end()) return it->second;
+    Value y = *x;
+    for (const Value*& a : y.args) a = go(a);
+    if (y.index && !with.empty()) y.index = substitute(y.index, with);
+    if (y.kind == ValueKind::Load && mask->kind != ValueKind::Constant) {
+      if (y.masked) y.args.back() = call(ops::OpId::logical_and, {y.args.back(), mask}, kBool);
+      else y.args.push_back(mask), y.masked = true;
+    }
+    return done[x] = make(std::move(y));
+  };
+  return go(v);
 }
 
 const Value* Program::call(ops::OpId op, std::vector<const Value*> args, DType d, tile::Rounding r) {
@@ -224,6 +246,7 @@ class BodyPrinter {
     switch (v->kind) {
       case ValueKind::Load:
         rhs = "load" + gather_vars(v, args) + " " + p_.buffers[size_t(v->buffer)].name + "[" + sym::str(v->index) + "]";
+        if (v->masked) rhs += " if " + args.back();
         break;
       case ValueKind::Constant: break;  // (above)
       case ValueKind::Index: rhs = "index" + gather_vars(v, args) + " " + sym::str(v->index); break;
@@ -246,8 +269,8 @@ class BodyPrinter {
  private:
   // An indirect load's gather variables: "(g0 < extent = t3, ...)" (nothing for a plain one).
   static std::string gather_vars(const Value* v, const std::vector<std::string>& args) {
-    if (v->args.empty()) return "";
-    std::vector<ExprPtr> vars(v->args.size());
+    if (gather_count(*v) == 0) return "";
+    std::vector<ExprPtr> vars(gather_count(*v));
     std::function<void(const ExprPtr&)> go = [&](const ExprPtr& e) {
       size_t k;
       if (is_gather_var(e, &k) && k < vars.size()) vars[k] = e;
@@ -375,6 +398,7 @@ void verify(const Program& p) {
           if (v->buffer < 0 || size_t(v->buffer) >= nb || !defined[size_t(v->buffer)])
             bad("loads buffer " + std::to_string(v->buffer) + " before it is written");
           if (v->dtype != p.buffers[size_t(v->buffer)].dtype) bad("a load's dtype differs from its buffer's");
+          if (v->masked && (v->args.empty() || v->args.back()->dtype != kBool)) bad("a masked load's mask is not a bool");
         }
         if (v->index) {
           std::set<ExprPtr> syms;
@@ -383,7 +407,7 @@ void verify(const Program& p) {
           for (const ExprPtr& s : syms) {
             size_t k;
             if (indirect && is_gather_var(s, &k)) {
-              if (k >= v->args.size()) bad("index " + sym::str(v->index) + " uses " + s->name + " without its value");
+              if (k >= gather_count(*v)) bad("index " + sym::str(v->index) + " uses " + s->name + " without its value");
               else if (!is_integral(v->args[k]->dtype)) bad("gather variable " + s->name + " is not an integer");
             } else if (s->extent && !allowed.count(s)) {
               bad("index " + sym::str(v->index) + " uses a variable of another node");

@@ -19,6 +19,10 @@
 // An indirect load (gather, index_select, embedding) reads at an offset that depends on another
 // value: its index expression mentions gather variables g0, g1, ..., index variables whose
 // values are the load's args (g<k> = args[k], an integer value already in [0, extent)).
+//
+// A masked load (constant_pad) reads only where its last arg, a bool, is true, and is 0 elsewhere:
+// its index may be out of the buffer there (it is not clamped, so it stays affine in the index
+// variables and the kernel's loads stay contiguous).
 #pragma once
 #include <kiln/tensor.h>
 
@@ -38,7 +42,7 @@ namespace kiln::inductor {
 using sym::ExprPtr;
 
 enum class ValueKind : uint8_t {
-  Load,      // buffer[index]; indirect: index over g<k> = args[k] (gather_var)
+  Load,      // buffer[index]; indirect: index over g<k> = args[k] (gather_var); masked: where args.back()
   Constant,  // a number of `dtype`
   Index,     // the index expression `index` as a number of `dtype` (iota); may use g<k> too
   Call,      // the pointwise prim `op` on args (`rounding` for div)
@@ -58,6 +62,7 @@ struct Value {
   tile::Rounding rounding = tile::Rounding::None;
   std::vector<const Value*> args;
   int buffer = -1;     // Load
+  bool masked = false;  // Load: reads where args.back() is true, 0 elsewhere
   ExprPtr index;       // Load: element offset from the buffer's data pointer; Index: the value
   kiln::Scalar number;  // Constant
 };
@@ -127,6 +132,11 @@ class Program {
   const Value* make(Value v);
   const Value* constant(kiln::Scalar x, DType d);
   const Value* load(int buffer, ExprPtr index);
+  // v with every load in it masked by `mask` (a bool value: and-ed with a load's own mask): v
+  // where mask is true; where it is false, what v computes from zeros (its user discards it).
+  // `with` replaces symbols in its index expressions (constant_pad: the position in x, built
+  // as a variable in [0, size) so the views' index math simplifies, back to index - pad).
+  const Value* under_mask(const Value* v, const Value* mask, const std::map<ExprPtr, ExprPtr>& with = {});
   const Value* call(ops::OpId op, std::vector<const Value*> args, DType d, tile::Rounding r = tile::Rounding::None);
   const Value* cast(const Value* x, DType d);
   int add_buffer(Buffer b);
@@ -148,6 +158,8 @@ class Program {
   std::map<ExprPtr, const Value*> gathered_;  // gather_symbol's variables and their values
 };
 
+// The number of gather values of a Load / Index (its args, less a masked load's mask).
+inline size_t gather_count(const Value& v) { return v.args.size() - (v.masked ? 1 : 0); }
 // The gather variable g<k> of an indirect Load / Index (args[k]) over [0, extent).
 ExprPtr gather_var(size_t k, const ExprPtr& extent);
 // Whether e is a gather variable; its k.

@@ -338,7 +338,7 @@ class Parser {
     if (n.kind == NodeKind::Reduction && (named || n.outputs.size() > 1)) n.stages = stages;
   }
 
-  // tN: dtype = load buf[e] | index e | cast x | check op ok, i, n | op[rounding] x, y, ...
+  // tN: dtype = load buf[e] [if mask] | index e | cast x | check op ok, i, n | op[rounding] x, y, ...
   void value_line() {
     Token name = lx_.next();
     lx_.expect(":");
@@ -357,6 +357,12 @@ class Parser {
       lx_.expect("]");
       if (p_.buffers[size_t(lv.buffer)].dtype != d) lx_.fail(what, "a load's dtype is its buffer's");
       end_gather_vars(lv.args.size());
+      if (lx_.peek().kind == Token::Ident && lx_.peek().text == "if") {  // a masked load: "if tN"
+        lx_.next();
+        lv.args.push_back(named(lx_.next()));
+        if (lv.args.back()->dtype != kBool) lx_.fail(what, "a load's mask is a bool value");
+        lv.masked = true;
+      }
       v = p_.make(std::move(lv));
     } else if (what.text == "index") {
       Value iv;

@@ -1,7 +1,8 @@
 // constant_pad as index math: out[j] = x[j - lo] where 0 <= j - lo < size, else the fill value, per
 // padded dim (negative pads crop). Its reader fuses it (split's backward sums three padded
-// gradients in one kernel instead of filling and copying three buffers first). The load's index
-// is clamped into x, so the lanes the condition discards still read inside x.
+// gradients in one kernel instead of filling and copying three buffers first). x's loads are
+// masked by that condition (Program::under_mask), not clamped into x: the index stays affine in
+// j, so a kernel's block of j reads x contiguously (a clamped index is a gather per lane).
 #include "inductor/lower/lower.h"
 
 namespace kiln::inductor {
@@ -20,7 +21,7 @@ bool lower_pad(Lowering& L, const graph::Node& n) {
   // (A float fill into an integer tensor converts as eager's fill does: left to the extern.)
   if (!fill || (!is_floating(dt) && fill->is_float()) || pad.size() % 2 || pad.size() / 2 > in->spec.sizes.size())
     return false;
-  for (const SymInt& s : in->spec.sizes)  // (an empty x has no element to clamp to)
+  for (const SymInt& s : in->spec.sizes)  // (an empty x: the extern fills)
     if (!sym::statically_known_leq(sym::constant(1), s.as_expr())) return false;
 
   const Def& src = L.def(in);
@@ -36,6 +37,7 @@ bool lower_pad(Lowering& L, const graph::Node& n) {
   const kiln::Scalar value = *fill;
   d.fn = [&P, x, pad, sizes, dt, value](const Index& idx) {
     Index at = idx;
+    std::map<ExprPtr, ExprPtr> position;  // per padded dim: its variable in [0, size) -> idx - lo
     const Value* inside = nullptr;
     auto index_value = [&](const ExprPtr& e) {
       Value v;
@@ -48,7 +50,10 @@ bool lower_pad(Lowering& L, const graph::Node& n) {
       const size_t dim = sizes.size() - 1 - i;  // pads list the last dim first
       const SymInt &lo = pad[2 * i], &hi = pad[2 * i + 1];
       const ExprPtr j = sym::sub(idx[dim], lo.as_expr());  // the position in x
-      at[dim] = sym::max(sym::min(j, sym::sub(sizes[dim].as_expr(), sym::constant(1))), sym::constant(0));
+      // x is read at a variable known to be in [0, size) (what the mask guarantees), so a view
+      // of x divides it as it would its own index; then the variable becomes j again.
+      at[dim] = sym::index("pad" + std::to_string(i), sizes[dim].as_expr());
+      position[at[dim]] = j;
       const Value* pos = index_value(j);
       std::vector<const Value*> conds;
       if (!sym::statically_known_leq(lo.as_expr(), sym::constant(0)))
@@ -57,9 +62,8 @@ bool lower_pad(Lowering& L, const graph::Node& n) {
         conds.push_back(P.call(ops::OpId::lt, {pos, index_value(sizes[dim].as_expr())}, kBool));
       for (const Value* c : conds) inside = inside ? P.call(ops::OpId::logical_and, {inside, c}, kBool) : c;
     }
-    const Value* v = x(at);
-    if (!inside) return v;
-    return P.call(ops::OpId::where, {inside, v, P.constant(value, dt)}, dt);
+    if (!inside) return P.under_mask(x(at), P.constant(kiln::Scalar(true), kBool), position);  // (a crop)
+    return P.call(ops::OpId::where, {inside, P.under_mask(x(at), inside, position), P.constant(value, dt)}, dt);
   };
   L.set(out, std::move(d));
   return true;

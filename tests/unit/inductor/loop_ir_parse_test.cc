@@ -93,6 +93,33 @@ TEST(LoopIRParse, AConstantOfAnotherDtypeSaysSo) {
   EXPECT_EQ(print(q), text);
 }
 
+// A masked load (constant_pad's): "if" and its bool mask, the last arg, after the index; the
+// index may leave the buffer where the mask is false (i0 - 2 here).
+TEST(LoopIRParse, AMaskedLoadPrintsAndParsesItsMask) {
+  const char* text =
+      "in0: input 0 f32[4] strides [1]\n"
+      "buf1: temp f32[6] strides [1]\n"
+      "k0: pointwise -> buf1 over [i0 < 6]\n"
+      "    t0: i64 = index i0\n"
+      "    t1: b8 = ge t0, 2\n"
+      "    t2: f32 = load in0[(-2 + i0)] if t1\n"
+      "    t3: f32 = where t1, t2, 0.\n"
+      "    store t3\n"
+      "outputs: buf1\n";
+  const Program p = parse(text);
+  EXPECT_EQ(print(p), text);
+  const Value* load = p.nodes.at(0).bodies.at(0)->args.at(1);
+  ASSERT_EQ(load->kind, ValueKind::Load);
+  EXPECT_TRUE(load->masked);
+  EXPECT_EQ(load->args.back(), p.nodes.at(0).bodies.at(0)->args.at(0));
+  EXPECT_EQ(gather_count(*load), 0u);
+  EXPECT_NO_THROW(verify(p));
+  // (a mask that is not a bool)
+  std::string bad = text;
+  bad.replace(bad.find("b8 = ge t0, 2"), 13, "f32 = cast t0");
+  EXPECT_THROW(parse(bad), Error);
+}
+
 TEST(LoopIRParse, ErrorsSayWhereAndWhat) {
   auto expect_error = [](const std::string& text, const std::string& want) {
     try {
