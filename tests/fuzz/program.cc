@@ -484,9 +484,17 @@ class Builder {
       return call(OpId::flip, {a.v, dims}, a.exact, a.bound, a.err);
     });
     cands.add(r >= 1 && concrete(s.back()), [=, this] {
+      // Pads of -1..2 on the last dim (a negative pad crops; the result may be empty), and with
+      // c[3]'s low bit, 0..2 on the one before it: masked loads at both dims (lower/pad.cc).
       const double value = a.dtype() == kBool ? 1 : a.is_float() ? 1.5 : 2;
-      return call(OpId::constant_pad, {a.v, SymShape{int64_t(c[1] % 3), int64_t(c[2] % 3)}, Scalar(value)}, a.exact,
-                  std::max(a.bound, value), a.err);
+      int64_t lo = int64_t(c[1] % 4) - 1, hi = int64_t(c[2] % 4) - 1;
+      if (s.back().value() + lo + hi < 0) lo = hi = 0;
+      SymShape pad{lo, hi};
+      if (r >= 2 && (c[3] & 1)) {
+        pad.push_back(int64_t((c[3] >> 1) % 3));
+        pad.push_back(int64_t((c[3] >> 3) % 3));
+      }
+      return call(OpId::constant_pad, {a.v, pad, Scalar(value)}, a.exact, std::max(a.bound, value), a.err);
     });
     cands.add(r >= 1, [=, this] {
       const int64_t dim = int64_t(c[2] % uint32_t(r));
