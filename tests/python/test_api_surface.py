@@ -213,3 +213,15 @@ def test_factory_keyword_forms_match_torch(call):
     if not t.is_floating_point():
         lo, hi = int(t.min()), int(t.max())  # torch's draw is in range; so is kiln's, same bounds
         assert lo >= 0 and int(k.min().item()) >= 0 and int(k.max().item()) < 10 and hi < 10
+
+
+def test_import_kiln_leaves_numpy_unloaded():
+    """`import kiln` does not import NumPy (kiln.onnx's converter, the Tensor <-> ndarray paths and
+    safetensors import it when used): NumPy is a third of kiln's import time, and its BLAS threads
+    spin ~0.1 s of CPU at start."""
+    import subprocess
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.path.join(here, "..", "..", "python"))
+    code = "import sys, kiln; print('numpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

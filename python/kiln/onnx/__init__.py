@@ -12,7 +12,6 @@ import enum
 from .. import _C
 from .._grad_mode import no_grad
 from ..nn import module as _module
-from . import _convert
 from ._capture import GraphView, OnnxExporterError, capture, tensor_leaves, unwrap
 
 __all__ = ["export", "TrainingMode", "OnnxExporterError", "is_in_onnx_export", "capture_graph", "GraphView"]
@@ -26,6 +25,14 @@ class TrainingMode(enum.IntEnum):
     EVAL = 0
     PRESERVE = 1
     TRAINING = 2
+
+
+def _converter():
+    """kiln.onnx._convert, imported when an export needs it: it imports NumPy, which `import kiln`
+    does not (NumPy's import is a third of kiln's, and its BLAS threads spin ~0.1 s of CPU at
+    start, on a 2-core machine half of the other core)."""
+    from . import _convert
+    return _convert
 
 
 def is_in_onnx_export():
@@ -85,7 +92,7 @@ def capture_graph(model, args=(), kwargs=None):
     composites) the exporter maps: a GraphView (inputs, nodes, outputs; str() prints it)."""
     args, kwargs = _split_args(args, kwargs)
     with no_grad():
-        return capture(unwrap(model), args, kwargs, _convert.KEEP, {})
+        return capture(unwrap(model), args, kwargs, _converter().KEEP, {})
 
 
 def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=False, training=TrainingMode.EVAL,
@@ -137,7 +144,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
     _exporting = True
     try:
         with no_grad():
-            view = capture(model, args, kwargs, _convert.KEEP, dyn, lambda k, d, sym: (
+            view = capture(model, args, kwargs, _converter().KEEP, dyn, lambda k, d, sym: (
                 f"dynamic axis {d} ('{axes.get(names[k], {}).get(d, sym)}') of input '{names[k]}'"))
     finally:
         _exporting = False
@@ -154,7 +161,7 @@ def export(model, args=(), f=None, *, kwargs=None, export_params=True, verbose=F
 
 def _build(view, input_names, output_names, axes, opset, export_params, keep_initializers_as_inputs):
     from onnx import helper
-    c = _convert.Converter(opset)
+    c = _converter().Converter(opset)
     n_out = len(view.outputs)
     out_names = list(output_names or [])
     if len(out_names) > n_out:
