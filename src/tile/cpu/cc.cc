@@ -219,6 +219,42 @@ std::string cache_key(const std::string& source) {
 
 const std::string& work_dir() { return dir().path; }
 
+namespace {
+std::mutex g_flight_mu;
+std::condition_variable g_flight_cv;
+int g_in_flight = 0;
+pid_t g_flight_owner = 0;  // (a forked child has the count but not the threads: it does not wait)
+
+void wait_for_compiles() {
+  if (getpid() != g_flight_owner) return;
+  std::unique_lock<std::mutex> lock(g_flight_mu);
+  g_flight_cv.wait(lock, [] { return g_in_flight == 0; });
+}
+}  // namespace
+
+CompileInFlight::CompileInFlight() {
+  // Once, before the first compile thread starts: everything a compile uses is made first, then
+  // the exit handler registered, so it runs before any of them is destroyed (exit runs handlers
+  // and static destructors in the reverse order of their registration).
+  static std::once_flag once;
+  std::call_once(once, [] {
+    (void)work_dir();
+    (void)compiler();
+    (void)compile_jobs();
+    (void)runtime::cache::dir();
+    (void)runtime::cache::enabled();
+    g_flight_owner = getpid();
+    std::atexit(wait_for_compiles);
+  });
+  std::lock_guard<std::mutex> lock(g_flight_mu);
+  ++g_in_flight;
+}
+
+CompileInFlight::~CompileInFlight() {
+  std::lock_guard<std::mutex> lock(g_flight_mu);
+  if (--g_in_flight == 0) g_flight_cv.notify_all();
+}
+
 Library::~Library() {
   if (handle_) dlclose(handle_);
 }

@@ -57,6 +57,18 @@ std::shared_ptr<Library> compile_source(const std::string& source, const std::st
 // sources that failed to compile; KILN_TILE_KEEP=1 keeps everything).
 const std::string& work_dir();
 
+// A compile running on a thread of its own (load_group's): held for the thread's whole run. At
+// exit the process waits for every one before its static objects are destroyed (a group still
+// compiling at exit, as one a cache holds but nobody awaited, otherwise used the work folder and
+// the compiler's settings after they were freed).
+class CompileInFlight {
+ public:
+  CompileInFlight();
+  ~CompileInFlight();
+  CompileInFlight(const CompileInFlight&) = delete;
+  CompileInFlight& operator=(const CompileInFlight&) = delete;
+};
+
 // A hook for a caller that compiles many sources in one compiler call (the graph fuzzer batches
 // many graphs' kernels into one object: tests/fuzz/batch.h). While one is set, compile_source
 // asks it before the disk cache and the compiler: the path of a shared object that defines the

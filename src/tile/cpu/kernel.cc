@@ -316,13 +316,15 @@ PendingGroup load_group(GroupImage image, std::vector<std::string> ir) {
     d->part = e.part;
     data.push_back(std::move(d));
   }
-  work_dir();  // made now, so it outlives the compile threads' use of it (cc.cc)
   PendingGroup g;
   g.image_ = img;
   g.sources_ = std::shared_ptr<const std::vector<std::string>>(img, &img->sources);
   // One thread per part beyond the first (the compile slots bound how many compilers run); the
   // first part compiles on the group's own thread.
-  g.kernels_ = std::async(std::launch::async, [img, data = std::move(data)] {
+  // (the exit waits for this thread: CompileInFlight, cc.h)
+  auto flight = std::make_shared<CompileInFlight>();
+  g.kernels_ = std::async(std::launch::async, [img, data = std::move(data), flight]() mutable {
+                 const auto held = std::move(flight);  // (released when the thread's work ends, not with the future)
                  const std::vector<std::string>& sources = img->sources;
                  std::vector<std::future<std::shared_ptr<Library>>> rest;
                  for (size_t k = 1; k < sources.size(); ++k)

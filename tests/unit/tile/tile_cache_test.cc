@@ -36,6 +36,19 @@ TEST(TileDiskCache, Child) {
   std::printf("from_cache=%d library=%s\n", int(k.library().from_cache()), k.library().library_path().c_str());
 }
 
+// A child that starts compiling a group and exits without waiting for it, the group held by a
+// static made before the compile started (as inductor's in-process group cache holds one): the
+// exit must wait for the compile thread before the work folder and the compiler's settings are
+// destroyed (under ASan the thread used them after they were freed).
+TEST(TileDiskCache, ExitChild) {
+  if (!std::getenv("KILN_TEST_TILE_EXIT_CHILD")) GTEST_SKIP() << "run as a child by TileDiskCacheTest.AnExitWaitsForACompileInFlight";
+  static cpu::PendingGroup held;
+  std::vector<Program> programs;
+  programs.push_back(test::vector_add(128));
+  held = cpu::compile_group_async(std::move(programs));
+  std::printf("started\n");
+}
+
 class TileDiskCacheTest : public ::kiln::test::CacheChildTest {
  protected:
   TileDiskCacheTest() : CacheChildTest("KILN_TEST_TILE_CACHE_CHILD", "TileDiskCache.Child") {}
@@ -51,6 +64,21 @@ TEST_F(TileDiskCacheTest, AWarmProcessCompilesNothing) {
   EXPECT_NE(warm.find("from_cache=1 library=" + root_ + "/cache/tile-cpu/vector_add-"), std::string::npos) << warm;
   EXPECT_NE(warm.find("[kiln:cache] hit "), std::string::npos) << warm;
   EXPECT_EQ(lines(root_ + "/compiles"), 1) << "the warm process ran the compiler";
+}
+
+TEST_F(TileDiskCacheTest, AnExitWaitsForACompileInFlight) {
+  // A compiler that takes a second, so the child exits while it runs.
+  std::ofstream(root_ + "/cxx") << "#!/bin/sh\nsleep 1\ncase \" $* \" in *\" -o \"*) echo compile >> '" << root_
+                                << "/compiles' ;; esac\nexec c++ \"$@\"\n";
+  const std::string cmd = "KILN_TEST_TILE_EXIT_CHILD=1 KILN_LOGS=cache KILN_CACHE_DIR='" + root_ + "/cache' KILN_CXX='" + root_ +
+                          "/cxx' '" + fs::read_symlink("/proc/self/exe").string() +
+                          "' --gtest_filter=TileDiskCache.ExitChild > '" + root_ + "/exit.log' 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << slurp(root_ + "/exit.log");
+  const std::string log = slurp(root_ + "/exit.log");
+  EXPECT_NE(log.find("started"), std::string::npos) << log;
+  EXPECT_EQ(lines(root_ + "/compiles"), 1) << log;
+  // The compile finished before the process ended: its object is in the cache.
+  EXPECT_NE(log.find("[kiln:cache] wrote " + root_ + "/cache/tile-cpu/vector_add-"), std::string::npos) << log;
 }
 
 TEST_F(TileDiskCacheTest, ACorruptObjectIsRebuilt) {
