@@ -292,7 +292,7 @@ class Emitter {
   // Where the index math divides the innermost variable (a view splitting the last dim, as
   // [B, T, H * D] read as [B, H, T, D]), the block is the largest power of two dividing every such
   // divisor, and the variable is xblock * q + l (q the program's block, l the lane): sym then
-  // reduces (xblock * q + l) // D to a per-program scalar and the mod to l plus one, so the loads
+  // reduces (xblock * q + l) // D to a per-program scalar and the mod to a scalar plus l, so the loads
   // stay contiguous instead of a gather with a div and a mod per lane.
   ExprPtr tiled_pointwise(const std::vector<ExprPtr>& exprs) {
     const SymShape outer(xranges_.begin(), xranges_.end() - 1);
