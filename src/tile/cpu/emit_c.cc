@@ -158,8 +158,10 @@ class CpuEmitter final : public CLikeEmitter {
   }
   bool streams_stores() const override { return true; }
   bool divides_by_reciprocal() const override { return true; }
-  std::string prefetch_row(const std::string& src, int64_t bytes) const override {
-    return "kiln_tile_prefetch_row(" + src + ", " + std::to_string(bytes) + ");";
+  // Outside a for loop only when the launch reads far more than the caches hold (_ahead): a
+  // launch whose data is in the caches would spend the prefetches for nothing.
+  std::string prefetch_row(const std::string& src, int64_t bytes, bool in_loop) const override {
+    return std::string(in_loop ? "" : "if (_ahead) ") + "kiln_tile_prefetch_row(" + src + ", " + std::to_string(bytes) + ");";
   }
   std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const override {
     return "kiln_tile_store_row(" + dst + ", " + src + ", " + std::to_string(bytes) + ", _stream);";
@@ -194,8 +196,9 @@ class CpuEmitter final : public CLikeEmitter {
       }
       call += ", " + n;
     }
-    const bool streams = streamed_bytes() > 0;
+    const bool streams = streamed_bytes() > 0, ahead = prefetched_bytes() > 0;
     if (streams) sig += ", const bool _stream", call += ", _stream";
+    if (ahead) sig += ", const bool _ahead", call += ", _ahead";
     out().open(sig + ")");
     out().raw(body);
     if (streams) out().line("kiln_tile_stream_fence(_stream);");
@@ -207,6 +210,7 @@ class CpuEmitter final : public CLikeEmitter {
     out().line("const int64_t _g0 = _grid[0], _g1 = _grid[1], _g2 = _grid[2];");
     out().line("const int64_t _total = _g0 * _g1 * _g2;");
     if (streams) out().line("const bool _stream = kiln_tile_streaming(_total * " + std::to_string(streamed_bytes()) + ");");
+    if (ahead) out().line("const bool _ahead = kiln_tile_streaming(_total * " + std::to_string(prefetched_bytes()) + ");");
     out().open("if (_total <= 1)");  // one program (or none): no OpenMP region
     out().line("for (int64_t _t = 0; _t < _total; ++_t) " + call + ");");
     out().line("return;");

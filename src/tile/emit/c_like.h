@@ -103,18 +103,21 @@ class CLikeEmitter {
   virtual bool streams_stores() const { return false; }
   virtual std::string stream_row(const std::string& dst, const std::string& src, int64_t bytes) const;
   static constexpr int64_t kStreamRowBytes = 4096;
-  // Prefetching: a load in a for loop's body whose rows are contiguous along the block's last
-  // dim (at least kPrefetchRowBytes each) gets, before the elements' loop, per row the statement
-  // prefetch_row returns (src: the row's first element's pointer; bytes: its size), which may ask
-  // for the memory a distance ahead: the next iterations' rows, which the hardware prefetcher
-  // (it stops at page ends) fetches late. The default: none.
-  virtual std::string prefetch_row(const std::string& src, int64_t bytes) const;
+  // Prefetching: a load whose rows are contiguous along the block's last dim (at least
+  // kPrefetchRowBytes each) gets, before the elements' loop, per row the statement prefetch_row
+  // returns (src: the row's first element's pointer; bytes: its size; in_loop: the load is in a
+  // for loop's body), which may ask for the memory a distance ahead: the next iterations' rows,
+  // or outside a loop the next program's, which the hardware prefetcher (it stops at page ends)
+  // fetches late. The default: none.
+  virtual std::string prefetch_row(const std::string& src, int64_t bytes, bool in_loop) const;
   static constexpr int64_t kPrefetchRowBytes = 1024;
   // Whether a division by a loop-invariant divisor may multiply by its reciprocal (within 1 ulp
   // of the division; the CPU's vector divide costs as much as an exp).
   virtual bool divides_by_reciprocal() const { return false; }
-  // The bytes one program instance stores through stream_row (each store counted once).
+  // The bytes one program instance stores through stream_row (each store counted once), and
+  // those it prefetches ahead of loads outside for loops.
   int64_t streamed_bytes() const { return streamed_bytes_; }
+  int64_t prefetched_bytes() const { return prefetched_bytes_; }
 
   // --- for the hooks and derived emitters
   const Program& program() const { return *prog_; }
@@ -190,6 +193,9 @@ class CLikeEmitter {
   std::optional<int64_t> step_along(const Value* v, int dim) const;
   bool streamed(const Op& store, const Group& g) const;  // see streams_stores
   bool contiguous_rows(const Op& access, const Group& g, int64_t min_row_bytes) const;  // (streamed, prefetch_row)
+  // Whether v moves on with the program id: it depends on one other than through a remainder
+  // (a broadcast operand's index, pid % k * XBLOCK, comes back to the same rows: in the caches).
+  static bool advances_with_program(const Value* v);
 
   const Program* prog_ = nullptr;
   CodeWriter out_;
@@ -199,6 +205,7 @@ class CLikeEmitter {
   mutable std::map<const Value*, int> index_cost_;
   int64_t stack_bytes_ = 0;
   int64_t streamed_bytes_ = 0;
+  int64_t prefetched_bytes_ = 0;
   int for_depth_ = 0;  // the for loops around the ops being emitted
   const Region* region_ = nullptr;    // the region being emitted
   const Targets* targets_ = nullptr;  // and what its yield writes

@@ -2,7 +2,8 @@
 // are contiguous along the block's last dim go through a staging block and are written row by
 // row, with non-temporal stores when the launch writes far more than the caches hold. Results
 // are checked against plain loops, for a small launch (ordinary stores) and a large one
-// (streamed on this machine), at a destination that is not aligned to a cache line.
+// (streamed on this machine), at a destination that is not aligned to a cache line. Loads of
+// such rows that move on with the program id are prefetched a program ahead in a large launch.
 #include <gtest/gtest.h>
 
 #include <kiln/kiln.h>
@@ -44,6 +45,35 @@ TEST(TileStream, TheStoreOfLargeRowsIsStaged) {
   const std::string c = cpu::emit_kernel(rows_kernel());
   EXPECT_NE(c.find("kiln_tile_store_row("), std::string::npos) << c;
   EXPECT_NE(c.find("kiln_tile_stream_fence(_stream);"), std::string::npos) << c;
+}
+
+// out[pid * kCols + j] = x[pid * kCols + j] + w[pid % 4 * kCols + j]: x streams, w is a
+// broadcast operand's rows (the same four, over and over).
+Program broadcast_kernel() {
+  Builder b("bcast");
+  auto out = b.arg_ptr("out", kFloat32), x = b.arg_ptr("x", kFloat32), w = b.arg_ptr("w", kFloat32);
+  auto col = b.arange(0, kCols);
+  auto pid = b.program_id(0);
+  auto at = pid * kCols + col;
+  b.store(out + at, b.load(x + at) + b.load(w + ((pid % 4) * kCols + col)));
+  return b.finish();
+}
+
+TEST(TileStream, LoadsMovingWithTheProgramArePrefetchedAheadBroadcastRowsAreNot) {
+  const std::string c = cpu::emit_kernel(broadcast_kernel());
+  EXPECT_NE(c.find("if (_ahead) kiln_tile_prefetch_row((x + "), std::string::npos) << c;
+  EXPECT_EQ(c.find("kiln_tile_prefetch_row((w + "), std::string::npos) << c;
+  EXPECT_NE(c.find("const bool _ahead = kiln_tile_streaming(_total * 4096);"), std::string::npos) << c;
+  // Both launch sizes compute the same (a prefetch past the last row reads nothing).
+  static const cpu::Kernel k = cpu::compile(broadcast_kernel());
+  for (int64_t programs : {int64_t(5), int64_t(4096)}) {
+    Tensor x = randn({programs, kCols}), w = randn({4, kCols}), out = zeros({programs, kCols});
+    k(cpu::Grid(programs), out, x, w);
+    const std::vector<float> xs = x.to_vector<float>(), ws = w.to_vector<float>(), got = out.to_vector<float>();
+    for (int64_t p = 0; p < programs; ++p)
+      for (int64_t j = 0; j < kCols; ++j)
+        ASSERT_EQ(got[size_t(p * kCols + j)], xs[size_t(p * kCols + j)] + ws[size_t(p % 4 * kCols + j)]) << p << ", " << j;
+  }
 }
 
 TEST(TileStream, RowsStoredWithOrdinaryStores) { check(3); }
