@@ -64,6 +64,8 @@ struct Api {
   Result (*module_unload)(Module);
   Result (*module_get_function)(Function*, Module, const char*);
   Result (*func_set_attribute)(Function, int, int);
+  Result (*func_get_attribute)(int*, int, Function);
+  Result (*occupancy_max_active_blocks)(int*, Function, int, size_t);
   Result (*launch_kernel)(Function, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, Stream,
                           void**, void**);
 };
@@ -102,7 +104,9 @@ struct Driver {
              lib.get(a.event_synchronize, "cuEventSynchronize") && lib.get(a.event_query, "cuEventQuery") &&
              lib.get(a.module_load_data, "cuModuleLoadData") && lib.get(a.module_unload, "cuModuleUnload") &&
              lib.get(a.module_get_function, "cuModuleGetFunction") &&
-             lib.get(a.func_set_attribute, "cuFuncSetAttribute") && lib.get(a.launch_kernel, "cuLaunchKernel");
+             lib.get(a.func_set_attribute, "cuFuncSetAttribute") && lib.get(a.func_get_attribute, "cuFuncGetAttribute") &&
+             lib.get(a.occupancy_max_active_blocks, "cuOccupancyMaxActiveBlocksPerMultiprocessor") &&
+             lib.get(a.launch_kernel, "cuLaunchKernel");
     // cuEventElapsedTime_v2 (CUDA 12.8 on) is what cuda.h 13 names; older drivers have the first one.
     if (loaded && !(a.event_elapsed_time = reinterpret_cast<decltype(a.event_elapsed_time)>(
                         dlsym_either("cuEventElapsedTime_v2", "cuEventElapsedTime"))))
@@ -382,6 +386,16 @@ Function module_function(Module m, const char* name) {
 
 void set_max_dynamic_shared(Function f, int bytes) {
   check(api().func_set_attribute(f, kFuncMaxDynamicShared, bytes), "cuFuncSetAttribute");
+}
+
+FunctionResources function_resources(Function f, int block_threads, size_t shared_bytes) {
+  constexpr int kLocalSizeBytes = 3, kNumRegs = 4;  // CU_FUNC_ATTRIBUTE_*
+  FunctionResources r;
+  check(api().func_get_attribute(&r.registers, kNumRegs, f), "cuFuncGetAttribute");
+  check(api().func_get_attribute(&r.local_bytes, kLocalSizeBytes, f), "cuFuncGetAttribute");
+  check(api().occupancy_max_active_blocks(&r.blocks_per_sm, f, block_threads, shared_bytes),
+        "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return r;
 }
 
 void launch(Function f, Dim3 grid, Dim3 block, unsigned shared_bytes, Stream stream, void** args) {

@@ -93,6 +93,12 @@ void module_unload(Module m);
 Function module_function(Module m, const char* name);  // a kiln::Error naming it when absent
 // Lets the function's blocks use up to `bytes` of dynamic shared memory (past 48 KiB needs this).
 void set_max_dynamic_shared(Function f, int bytes);
+// What a function's blocks hold on an SM: registers per thread, local memory (spills) per
+// thread, and how many of its blocks of block_threads fit on one SM at once.
+struct FunctionResources {
+  int registers = 0, local_bytes = 0, blocks_per_sm = 0;
+};
+FunctionResources function_resources(Function f, int block_threads, size_t shared_bytes);
 struct Dim3 {
   unsigned x = 1, y = 1, z = 1;
 };

@@ -55,6 +55,9 @@ const std::string& Kernel::arch() const { return d_->arch; }
 int Kernel::threads() const { return d_->emitted.threads; }
 int64_t Kernel::shared_bytes() const { return d_->emitted.shared_bytes; }
 int Kernel::device() const { return d_->device; }
+rc::FunctionResources Kernel::resources() const {
+  return rc::function_resources(d_->fn, d_->emitted.threads, size_t(d_->emitted.shared_bytes));
+}
 
 void Kernel::launch(const Grid& grid, std::span<const Arg> args, rc::Stream stream) const {
   KILN_CHECK(d_, "tile: launching an empty cuda::Kernel (default-constructed)");

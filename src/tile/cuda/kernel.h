@@ -56,6 +56,8 @@ class Kernel {
   int threads() const;                // per block: num_warps * 32
   int64_t shared_bytes() const;       // dynamic shared memory per block
   int device() const;                 // the device its module is loaded on
+  // Its registers and spills per thread, and its blocks per SM (from the loaded function).
+  runtime::cuda::FunctionResources resources() const;
 
   // Queues the kernel on `stream` (null: the device's current stream).
   void launch(const Grid& grid, std::span<const Arg> args, runtime::cuda::Stream stream = nullptr) const;

@@ -66,6 +66,8 @@ int cuModuleLoadData(void**m,const void*img){*m=malloc(1);return 0;}
 int cuModuleUnload(void*m){free(m);return 0;}
 int cuModuleGetFunction(void**f,void*m,const char*n){*f=&dummy[1];return 0;}
 int cuFuncSetAttribute(void*f,int a,int v){return 0;}
+int cuFuncGetAttribute(int*v,int a,void*f){*v=a==4?32:0;return 0;}
+int cuOccupancyMaxActiveBlocksPerMultiprocessor(int*n,void*f,int t,size_t sh){*n=t>0?2048/t:0;return 0;}
 int cuLaunchKernel(void*f,unsigned gx,unsigned gy,unsigned gz,unsigned bx,unsigned by,unsigned bz,unsigned sh,void*s,void**a,void**e){return bx*by*bz>1024?1:0;}
 )";
 

@@ -57,5 +57,17 @@ TEST(CudaGpuTile, LaunchChecksItsArguments) {
   EXPECT_THROW(k(cuda::Grid(int64_t(1) << 32), cuda::DevicePtr{}, cuda::DevicePtr{}, cuda::DevicePtr{}, 8), Error);
 }
 
+TEST(CudaGpuTile, AKernelReportsItsRegistersAndOccupancy) {
+  if (!rc::available()) GTEST_SKIP() << "no CUDA GPU: " << rc::unavailable_reason();
+  cuda::Kernel k = cuda::compile(test::vector_add(1024));
+  const rc::FunctionResources r = k.resources();
+  EXPECT_GT(r.registers, 0);
+  EXPECT_LE(r.registers, 255);
+  EXPECT_EQ(r.local_bytes, 0);  // nothing spilled in a vector add
+  // 128 threads a block: at least one block fits, and no more than the SM's 2048 threads allow.
+  EXPECT_GE(r.blocks_per_sm, 1);
+  EXPECT_LE(r.blocks_per_sm, 2048 / k.threads());
+}
+
 }  // namespace
 }  // namespace kiln::tile
