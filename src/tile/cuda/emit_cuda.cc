@@ -484,6 +484,9 @@ class CudaEmitter final : public CLikeEmitter {
     // A scalar atomic happens once per program, not once per thread.
     return in_elements_ ? call : "kiln_tile_by_one_thread([&] { return " + call + "; })";
   }
+  // A division's IEEE sequence (div.rn.f32 and its slow path) per element costs more than the
+  // memory traffic of a row kernel (softmax's e / sum): as on the CPU, one reciprocal per row.
+  bool divides_by_reciprocal() const override { return true; }
   std::string program_id(int axis) const override { return std::string("int32_t(blockIdx.") + "xyz"[axis] + ")"; }
   std::string num_programs(int axis) const override { return std::string("int32_t(gridDim.") + "xyz"[axis] + ")"; }
   std::string fma(const std::string& a, const std::string& b, const std::string& c, DType d) const override {
