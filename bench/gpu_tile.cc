@@ -7,6 +7,7 @@
 // the CUDA toolkit has it), its result checked against cuBLAS's. bench/gpu.sh runs it.
 //
 //   ./build/kiln_bench_gpu_tile [--reps N]      # one line per workload, and a JSON line each
+//   ./build/kiln_bench_gpu_tile --sweep [--reps N]  # the row kernels under other warps / blocks
 //   ./build/kiln_bench_gpu_tile --sources [ARCH]  # the kernels' CUDA translation unit (for ARCH: sm_90a: wgmma)
 #include <algorithm>
 #include <cmath>
@@ -43,6 +44,7 @@ struct Buffer {
 };
 
 int g_reps = 50;
+bool g_sweep = false;  // --sweep: the row kernels' other configurations too (sweep_rows)
 
 // The tile matmul's configurations timed (the GPU call is the only place to choose one): BM,
 // BN, BK, warps, stages, and whether the dot may take wgmma on sm_90a (else mma.sync:
@@ -134,11 +136,58 @@ class Cublas {
                int, int, int, int) = nullptr;
 };
 
+// The row kernels under each number of warps (and cross_entropy's chunk of columns), one line
+// each: where the hand-written kernels' choices come from.
+void sweep_rows(const cuda::Kernel& fill) {
+  const int64_t rows = 16384, cols = 8192, n = rows * cols, vocab = 32000;
+  Buffer x(size_t(n) * 2), w(size_t(cols) * 2), bias(size_t(cols) * 2), out(size_t(n) * 2);
+  fill(cuda::Grid(cdiv(n, 1024)), x.ptr(), n, 0.1);
+  fill(cuda::Grid(cdiv(cols, 1024)), w.ptr(), cols, 0.3);
+  fill(cuda::Grid(cdiv(cols, 1024)), bias.ptr(), cols, 0.4);
+  auto line = [](const char* name, const std::string& cfg, const cuda::Kernel& k, double ms, double bytes) {
+    const double floor_ms = bytes / kBandwidth * 1e3;
+    const rc::FunctionResources r = k.resources();
+    std::printf("sweep %-14s %-22s %8.3f ms   %5.1f%% of the floor   %3d registers, %d B spilled, %d blocks/SM\n", name,
+                cfg.c_str(), ms, 100 * floor_ms / ms, r.registers, r.local_bytes, r.blocks_per_sm);
+    std::fflush(stdout);
+  };
+  for (int warps : {4, 8, 16, 32}) {
+    const std::string cfg = "w" + std::to_string(warps);
+    const cuda::Kernel sm = cuda::compile(gb::softmax(cols, warps));
+    line("softmax", cfg, sm, time_ms([&] { sm(cuda::Grid(rows), x.ptr(), out.ptr()); }), 2.0 * n * 2);
+    const cuda::Kernel smr = cuda::compile(gb::softmax_recompute(cols, warps));
+    line("softmax_recompute", cfg, smr, time_ms([&] { smr(cuda::Grid(rows), x.ptr(), out.ptr()); }), 2.0 * n * 2);
+    const cuda::Kernel ln = cuda::compile(gb::layernorm(cols, warps));
+    line("layernorm", cfg, ln, time_ms([&] { ln(cuda::Grid(rows), x.ptr(), w.ptr(), bias.ptr(), out.ptr()); }), 2.0 * n * 2);
+    const cuda::Kernel rms = cuda::compile(gb::rmsnorm(cols, warps));
+    line("rmsnorm", cfg, rms, time_ms([&] { rms(cuda::Grid(rows), x.ptr(), w.ptr(), out.ptr()); }), 2.0 * n * 2);
+  }
+  Buffer logits(size_t(rows) * vocab * 2), target(size_t(rows) * 8), loss(4);
+  fill(cuda::Grid(cdiv(rows * vocab, 1024)), logits.ptr(), rows * vocab, 0.5);
+  std::vector<int64_t> t(static_cast<size_t>(rows));
+  for (int64_t i = 0; i < rows; ++i) t[size_t(i)] = (i * 7919) % vocab;
+  rc::copy_sync(target.p, t.data(), t.size() * 8, rc::CopyKind::HostToDevice, nullptr);
+  for (auto [name, make] : {std::pair{"cross_entropy", &gb::cross_entropy}, std::pair{"ce_lanes", &gb::cross_entropy_lanes}})
+    for (int64_t block : {2048, 4096, 8192, 16384})
+      for (int warps : {4, 8, 16}) {
+        const std::string cfg = "block " + std::to_string(block) + " w" + std::to_string(warps);
+        try {
+          const cuda::Kernel ce = cuda::compile(make(vocab, rows, block, warps));
+          line(name, cfg, ce, time_ms([&] { ce(cuda::Grid(rows), logits.ptr(), target.ptr(), loss.ptr()); }),
+               double(rows) * vocab * 2);
+        } catch (const kiln::Error& e) {
+          std::printf("sweep %s %s: %s\n", name, cfg.c_str(), e.what());
+        }
+      }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; ++i)
     if (!std::strcmp(argv[i], "--reps")) g_reps = std::max(1, std::atoi(argv[i + 1]));
+  for (int i = 1; i < argc; ++i)
+    if (!std::strcmp(argv[i], "--sweep")) g_sweep = true;
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
     const std::string arch = argc > 2 ? argv[2] : "";
     std::vector<cuda::EmittedKernel> ks;
@@ -172,6 +221,10 @@ int main(int argc, char** argv) {
       fill(cuda::Grid(cdiv(count, 1024)), b->ptr(), count, seed);
       return std::unique_ptr<Buffer>(b);
     };
+    if (g_sweep) {
+      sweep_rows(fill);
+      return 0;
+    }
     auto x = filled(n, 0.1), y = filled(n, 0.2), w = filled(cols, 0.3), bias = filled(cols, 0.4);
     Buffer out(size_t(n) * 2);
 

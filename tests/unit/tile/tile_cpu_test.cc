@@ -15,6 +15,7 @@
 #include "tile/cpu/kernel.h"
 #include "tile/passes/passes.h"
 #include "tile/prims.h"
+#include "bench/gpu_tile_kernels.h"
 #include "tests/unit/tile/tile_kernels.h"
 
 namespace kiln::tile {
@@ -57,6 +58,35 @@ TEST(TileCpu, VectorAddWithATail) {
   const cpu::Arg args[] = {x, y, out2, n};
   k.launch([&](const Meta& m) { return Grid(cdiv(n, m.find("BLOCK")->to_int())); }, args);
   expect_same(out2, x + y, "vector_add (grid from meta)");
+}
+
+// bench/gpu_tile.cc's two cross entropy kernels (a row's max and sum per chunk, or per element
+// position of the chunk) against the mean loss in double: rows whose max is in the first chunk,
+// rises chunk by chunk, or sits in the masked last chunk (1000 columns in chunks of 256).
+TEST(TileCpu, TheBenchCrossEntropyKernelsMatchTheLossInDouble) {
+  const int64_t rows = 3, cols = 1000;
+  std::vector<double> xs(size_t(rows * cols));
+  for (int64_t c = 0; c < cols; ++c) {
+    xs[size_t(c)] = std::sin(0.37 * double(c)) * 2.0 + (c == 5 ? 9.0 : 0.0);
+    xs[size_t(cols + c)] = 0.01 * double(c) + std::cos(0.11 * double(c));
+    xs[size_t(2 * cols + c)] = std::sin(0.05 * double(c)) + (c == 990 ? 7.5 : 0.0);
+  }
+  const Tensor x = tensor(xs, {rows, cols}).to(kBFloat16), target = tensor(std::vector<double>{999, 3, 500}, {rows}, kInt64);
+  const std::vector<double> xb = x.to_vector<double>();  // the bf16 values the kernels read
+  double want = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    double mx = -INFINITY, sum = 0;
+    for (int64_t c = 0; c < cols; ++c) mx = std::max(mx, xb[size_t(r * cols + c)]);
+    for (int64_t c = 0; c < cols; ++c) sum += std::exp(xb[size_t(r * cols + c)] - mx);
+    want += (std::log(sum) + mx - xb[size_t(r * cols + int64_t(target.to_vector<double>()[size_t(r)]))]) / double(rows);
+  }
+  for (Program (*make)(int64_t, int64_t, int64_t, int) : {&gpu_bench::cross_entropy, &gpu_bench::cross_entropy_lanes}) {
+    Program p = make(cols, rows, 256, 8);
+    const std::string name = p.name;
+    Tensor loss = zeros({1});
+    cpu::compile(std::move(p))(Grid(rows), x, target, loss);
+    EXPECT_NEAR(loss.to_vector<double>()[0], want, 1e-5 * std::abs(want)) << name;
+  }
 }
 
 TEST(TileCpu, MaskedRowSoftmax) {
