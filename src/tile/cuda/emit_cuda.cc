@@ -178,20 +178,23 @@ __device__ inline unsigned kiln_tile_word(const T* v, int k) {
 }
 // last: the pointers are known to be consecutive and the mask true on a whole run where it is
 // at the run's last element (copy_run), so only those are tested (the others are left to the
-// element-wise path).
+// element-wise path). consecutive: the pointers are (the emitter knows it: the compiler may not
+// prove it through 32-bit index arithmetic), so only the masks and alignment are tested.
+// aligned: and p[0] is aligned to `bytes` (the emitter proved it).
 template <class T, int R>
-__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes, bool last = false) {
-  bool whole = reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
+__device__ inline bool kiln_tile_whole_run(T* const (&p)[R], const bool (&m)[R], int bytes, bool last = false,
+                                           bool consecutive = false, bool aligned = false) {
+  bool whole = aligned || reinterpret_cast<unsigned long long>(p[0]) % unsigned(bytes) == 0;
   if (last) return whole && m[R - 1];
 #pragma unroll
-  for (int i = 0; i < R; ++i) whole = whole && m[i] && p[i] == p[0] + i;
+  for (int i = 0; i < R; ++i) whole = whole && m[i] && (consecutive || p[i] == p[0] + i);
   return whole;
 }
-template <class T, int R>
+template <bool Consecutive = false, bool Aligned = false, class T, int R>
 __device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R], const bool (&m)[R]) {
   constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;  // bytes per access
   typedef typename kiln_tile_chunk<A>::type C;
-  if (kiln_tile_whole_run(p, m, A)) {
+  if (kiln_tile_whole_run(p, m, A, false, Consecutive, Aligned)) {
 #pragma unroll
     for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
       const C w = reinterpret_cast<const C*>(p[0])[c];
@@ -203,11 +206,11 @@ __device__ inline void kiln_tile_vload(T (&v)[R], T* const (&p)[R], const bool (
       if (m[i]) v[i] = *p[i];
   }
 }
-template <class T, int R>
+template <bool Consecutive = false, bool Aligned = false, class T, int R>
 __device__ inline void kiln_tile_vstore(T* const (&p)[R], const bool (&m)[R], const T (&v)[R]) {
   constexpr int A = R * sizeof(T) < 16 ? R * sizeof(T) : 16;
   typedef typename kiln_tile_chunk<A>::type C;
-  if (kiln_tile_whole_run(p, m, A)) {
+  if (kiln_tile_whole_run(p, m, A, false, Consecutive, Aligned)) {
 #pragma unroll
     for (int c = 0; c < R * int(sizeof(T)) / A; ++c) {
       const T* at = &v[c * A / sizeof(T)];
@@ -445,7 +448,7 @@ std::string wgmma_instruction(int64_t n);
 
 class CudaEmitter final : public CLikeEmitter {
  public:
-  CudaEmitter(bool wgmma, bool in_flight) : wgmma_target_(wgmma), in_flight_(in_flight) {}
+  CudaEmitter(bool wgmma, bool in_flight, bool aligned) : wgmma_target_(wgmma), in_flight_(in_flight), aligned_(aligned) {}
   EmittedKernel run(const Program& p) {
     threads_ = p.meta.num_warps * 32;
     KILN_CHECK(p.meta.num_warps >= 1 && p.meta.num_warps <= 32, "tile cuda: kernel ", p.name, " has num_warps=",
@@ -465,14 +468,14 @@ class CudaEmitter final : public CLikeEmitter {
   // its share of a run-wide (16-byte) access.
   std::string load_value(const std::string& ptr, DType d) const override {
     if (!in_run_ || !vector_loads_) return CLikeEmitter::load_value(ptr, d);
-    run_loads_.push_back({token("LD", next_access_++), ptr, memory_type(d), ""});
+    run_loads_.push_back({token("LD", next_access_++), ptr, memory_type(d), "", consecutive(emitting()), aligned_run(emitting())});
     return CLikeEmitter::load_value(run_loads_.back().token, d);  // "*<token>" where the element is read
   }
   std::string store_value(const std::string& value, DType d) const override {
     const std::string v = CLikeEmitter::store_value(value, d);
     if (in_elements_) loop_writes_memory_ = true;
     if (!in_run_) return v;
-    run_stores_.push_back({token("ST", next_access_++), "", memory_type(d), v});
+    run_stores_.push_back({token("ST", next_access_++), "", memory_type(d), v, consecutive(emitting()), aligned_run(emitting())});
     return run_stores_.back().token + v;  // the statement: [if (mask) ]*ptr = <token>value;
   }
   std::string atomic_add(const std::string& ptr, const std::string& value, DType d) const override {
@@ -659,6 +662,7 @@ class CudaEmitter final : public CLikeEmitter {
   bool wgmma() const { return mma_ && mma_->wgmma; }
   const bool wgmma_target_;  // the target is sm_90a: dots whose shapes allow run on wgmma
   const bool in_flight_;     // a pipelined loop's wgmmas may stay in flight into the next iteration
+  const bool aligned_;       // the pointer arguments are 16-byte aligned (emit_kernel)
   std::set<int64_t> wgmma_widths_;  // the N of the wgmma instructions the kernel issues
   std::string wgmma_acc_;           // the accumulator block of the (last) wgmma dot, in registers
   std::optional<Mma> mma_;
@@ -671,7 +675,76 @@ class CudaEmitter final : public CLikeEmitter {
   // stored value (stores), and the type in memory.
   struct RunAccess {
     std::string token, ptr, type, value;
+    bool consecutive = false;  // its run's addresses are consecutive (the emitter knows; NVVM may not)
+    bool aligned = false;      // and 16-byte aligned (aligned_run)
   };
+  // Whether a load's or store's run covers consecutive addresses: its pointer steps by one
+  // element along the block's last dim of size > 1, and no run crosses a row of that dim.
+  bool consecutive(const Op* access) const {
+    if (!access || (access->code != OpCode::Load && access->code != OpCode::Store)) return false;
+    const std::vector<int64_t>& shape = access->operands[0]->type.shape;
+    size_t last = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] > 1) last = d;
+    if (shape.empty() || (last > 0 && shape[last] % run_ != 0)) return false;
+    const std::optional<int64_t> step = step_along(access->operands[0], int(last));
+    return step && *step == 1;
+  }
+  // Whether a consecutive run of `access` (its pointer's run-wide access) is 16-byte aligned
+  // wherever it starts: in the variant for aligned pointer arguments, the pointer's offset from
+  // its argument at a run's first element is a multiple of 16 bytes (divisibility). Then
+  // kiln_tile_vload/vstore test nothing but the masks: NVVM does not keep __builtin_assume_aligned
+  // through every use of a parameter, and cannot see through the 32-bit index arithmetic.
+  bool aligned_run(const Op* access) const {
+    if (!aligned_ || !consecutive(access)) return false;
+    const std::vector<int64_t>& shape = access->operands[0]->type.shape;
+    int dim = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] > 1) dim = int(d);
+    const int64_t bytes = std::min<int64_t>(16, run_ * int64_t(itemsize(access->operands[0]->type.dtype)));
+    return divisibility(access->operands[0], dim) % bytes == 0;
+  }
+  // The largest power of two (up to 2^20) known to divide v at every element whose index along
+  // `dim` (-1: none) is a multiple of the run (a run's first element): elements for an integer,
+  // bytes for a pointer (its argument counted as aligned to 16).
+  static int64_t pow2_of(int64_t c) {
+    if (c == 0) return int64_t(1) << 20;
+    int64_t p = 1;
+    while (p < (int64_t(1) << 20) && c % (p * 2) == 0) p *= 2;
+    return p;
+  }
+  int64_t divisibility(const Value* v, int dim) const {
+    const Op* op = v->def;
+    if (!op) {  // a parameter (pointers 16-byte aligned in this variant) or a region's argument
+      for (const Param& prm : program().params)
+        if (prm.value == v) return prm.kind == ParamKind::Pointer ? 16 : 1;
+      return 1;
+    }
+    switch (op->code) {
+      case OpCode::Constant: return is_floating(v->type.dtype) ? 1 : pow2_of(op->value.to_int());
+      case OpCode::Arange: return dim == 0 ? std::min(pow2_of(op->start), run_) : 1;
+      case OpCode::Splat: return divisibility(op->operands[0], -1);
+      case OpCode::Broadcast:
+        return divisibility(op->operands[0], dim >= 0 && op->operands[0]->type.shape[size_t(dim)] == 1 ? -1 : dim);
+      case OpCode::ExpandDims:
+        return divisibility(op->operands[0], dim < 0 || dim == op->axis ? -1 : dim < op->axis ? dim : dim - 1);
+      case OpCode::Permute: return divisibility(op->operands[0], dim < 0 ? -1 : int(op->order[size_t(dim)]));
+      case OpCode::Cast:
+        return is_floating(v->type.dtype) || is_floating(op->operands[0]->type.dtype) ? 1 : divisibility(op->operands[0], dim);
+      case OpCode::AddPtr: {
+        const int64_t size = int64_t(itemsize(v->type.dtype));
+        return std::min(divisibility(op->operands[0], dim), std::min<int64_t>(divisibility(op->operands[1], dim) * size, int64_t(1) << 20));
+      }
+      case OpCode::Pointwise: {
+        if (is_floating(v->type.dtype) || op->operands.size() != 2) return 1;
+        const int64_t a = divisibility(op->operands[0], dim), b = divisibility(op->operands[1], dim);
+        if (op->prim == ops::OpId::add || op->prim == ops::OpId::sub) return std::min(a, b);
+        if (op->prim == ops::OpId::mul) return std::min<int64_t>(a * b, int64_t(1) << 20);
+        return 1;
+      }
+      default: return 1;
+    }
+  }
   static std::string token(const char* kind, int id) { return std::string("@@") + kind + std::to_string(id) + "@@"; }
 
   // Whether the block named `name` (a value's array_name) may live in registers: it is a value
@@ -942,7 +1015,8 @@ void CudaEmitter::finish_run(int64_t run) {
     }
     for (const RunAccess& l : run_loads_) {
       const std::string id = l.token.substr(4, l.token.size() - 6);
-      w.line("kiln_tile_vload(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
+      w.line(std::string(l.aligned ? "kiln_tile_vload<true, true>" : l.consecutive ? "kiln_tile_vload<true>" : "kiln_tile_vload") +
+             "(_lv" + id + ", _lp" + id + ", _lm" + id + ");");
     }
   }
   // [if (mask) ]*ptr = <token>value;<comment>  ->  _spN[_v] = ptr; [if (mask) ]_smN[_v] = true, _svN[_v] = value;<comment>
@@ -968,7 +1042,8 @@ void CudaEmitter::finish_run(int64_t run) {
   loop(body);
   for (const RunAccess& s : run_stores_) {
     const std::string id = s.token.substr(4, s.token.size() - 6);
-    w.line("kiln_tile_vstore(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
+    w.line(std::string(s.aligned ? "kiln_tile_vstore<true, true>" : s.consecutive ? "kiln_tile_vstore<true>" : "kiln_tile_vstore") +
+           "(_sp" + id + ", _sm" + id + ", _sv" + id + ");");
   }
   for (size_t k = 0; k < packed.size(); ++k) w.line(packed[k] + ".store_run(_e, _pk" + std::to_string(k) + ");");
 }
@@ -1132,6 +1207,14 @@ void CudaEmitter::emit_program(const std::string& unpipelined) {
   } else if (shared_bytes_ > 0) {
     out().line("extern __shared__ __align__(16) unsigned char kiln_tile_smem[];");
   }
+  // The launch checked it: the compiler may then prove a run's 16-byte access aligned (an offset
+  // of whole 16-byte chunks from an aligned pointer) and drop its test and element-wise path.
+  if (aligned_)
+    for (const Param& prm : p.params)
+      if (prm.kind == ParamKind::Pointer) {
+        const std::string t = pointer_type(prm.value->type.dtype), n = cname(prm.value);
+        out().line(n + " = static_cast<" + t + ">(__builtin_assume_aligned(" + n + ", 16));");
+      }
   // No barrier at the end: nothing comes after it.
   const std::string last = "  __syncthreads();\n";
   const bool trailing = body.size() >= last.size() && body.compare(body.size() - last.size(), last.size(), last) == 0;
@@ -1515,8 +1598,8 @@ void CudaEmitter::emit_dot(const Op& op) {
 
 }  // namespace
 
-EmittedKernel emit_kernel(const Program& p, const std::string& arch, bool in_flight) {
-  CudaEmitter e(arch.ends_with("_90a"), in_flight);
+EmittedKernel emit_kernel(const Program& p, const std::string& arch, bool in_flight, bool aligned) {
+  CudaEmitter e(arch.ends_with("_90a"), in_flight, aligned);
   return e.run(p);
 }
 

@@ -22,7 +22,9 @@ struct EmittedKernel {
 // run on wgmma, else on mma.sync (docs/cuda.md). in_flight: a pipelined loop's wgmmas may stay
 // in flight into the next iteration (false: each iteration waits for its own; the choice where
 // ptxas would serialize them, kernel.cc).
-EmittedKernel emit_kernel(const Program& p, const std::string& arch = "", bool in_flight = true);
+// aligned: every pointer argument is 16-byte aligned (the launch checks it: cuda::Kernel runs
+// the variant without this assumption for a launch where one is not).
+EmittedKernel emit_kernel(const Program& p, const std::string& arch = "", bool in_flight = true, bool aligned = false);
 // A translation unit for NVRTC: the scalar prelude, the CUDA support code, then the kernels.
 std::string translation_unit(const std::vector<EmittedKernel>& kernels);
 

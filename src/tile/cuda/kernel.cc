@@ -1,8 +1,10 @@
 // Compiling, loading and launching tile kernels on a GPU (kernel.h).
 #include "tile/cuda/kernel.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <limits>
+#include <mutex>
 
 #include "runtime/cache.h"
 #include "runtime/cuda/nvrtc.h"
@@ -28,18 +30,16 @@ union Slot {
   double f64;
 };
 
-}  // namespace
-
-struct Kernel::Data {
-  std::string name;
-  std::vector<ParamSig> params;
-  Meta meta;
-  std::string source, arch;
+// One compiled form of a kernel: its CUDA, the translation unit, and the loaded function.
+struct Variant {
   EmittedKernel emitted;
-  int device = 0;
+  std::string source;
   rc::Module module = nullptr;
   rc::Function fn = nullptr;
-  ~Data() {
+  Variant() = default;
+  Variant(const Variant&) = delete;
+  Variant& operator=(const Variant&) = delete;
+  ~Variant() {
     try {
       if (module) rc::module_unload(module);
     } catch (const Error&) {  // the context may be gone at exit: nothing left to free
@@ -47,16 +47,54 @@ struct Kernel::Data {
   }
 };
 
+// Emits (arch: as emit_kernel's), compiles through the disk cache and loads `p` on `device`.
+std::unique_ptr<Variant> load_variant(const Program& p, const std::string& arch, int device, bool aligned) {
+  auto v = std::make_unique<Variant>();
+  v->emitted = emit_kernel(p, arch, true, aligned);
+  v->source = translation_unit(std::vector<EmittedKernel>{v->emitted});
+  // wgmmas kept in flight across iterations, unless ptxas would serialize them (C7515: an
+  // instruction other than a wgmma writes their accumulators): then each iteration waits for its own.
+  std::string fallback;
+  if (v->emitted.source.find("kiln_tile_wgmma_wait<1>") != std::string::npos)
+    fallback = translation_unit(std::vector<EmittedKernel>{emit_kernel(p, arch, false, aligned)});
+  const std::string image = cubin(v->source, p.name + ".cu", rc::properties(device).arch(), fallback);
+  v->module = rc::module_load(image, device);
+  v->fn = rc::module_function(v->module, v->emitted.entry.c_str());
+  if (v->emitted.shared_bytes > 48 * 1024) rc::set_max_dynamic_shared(v->fn, int(v->emitted.shared_bytes));
+  return v;
+}
+
+}  // namespace
+
+// A kernel is compiled for 16-byte aligned pointer arguments (what the allocator hands out), so
+// its runs' 16-byte accesses need no alignment test; a launch with a pointer that is not (a view
+// at an odd offset) runs the variant without that assumption, compiled when first needed.
+struct Kernel::Data {
+  std::string name;
+  std::vector<ParamSig> params;
+  Meta meta;
+  std::string arch, emit_arch;  // the device's; the one the emitter targets (KILN_TILE_WGMMA)
+  int device = 0;
+  Program program;  // verified, the passes run: for the unaligned variant
+  std::unique_ptr<Variant> aligned;
+  mutable std::once_flag unaligned_once;
+  mutable std::unique_ptr<Variant> unaligned;
+  const Variant& any_alignment() const {
+    std::call_once(unaligned_once, [&] { unaligned = load_variant(program, emit_arch, device, false); });
+    return *unaligned;
+  }
+};
+
 const std::string& Kernel::name() const { return d_->name; }
 const std::vector<ParamSig>& Kernel::params() const { return d_->params; }
 const Meta& Kernel::meta() const { return d_->meta; }
-const std::string& Kernel::source() const { return d_->source; }
+const std::string& Kernel::source() const { return d_->aligned->source; }
 const std::string& Kernel::arch() const { return d_->arch; }
-int Kernel::threads() const { return d_->emitted.threads; }
-int64_t Kernel::shared_bytes() const { return d_->emitted.shared_bytes; }
+int Kernel::threads() const { return d_->aligned->emitted.threads; }
+int64_t Kernel::shared_bytes() const { return d_->aligned->emitted.shared_bytes; }
 int Kernel::device() const { return d_->device; }
 rc::FunctionResources Kernel::resources() const {
-  return rc::function_resources(d_->fn, d_->emitted.threads, size_t(d_->emitted.shared_bytes));
+  return rc::function_resources(d_->aligned->fn, threads(), size_t(shared_bytes()));
 }
 
 void Kernel::launch(const Grid& grid, std::span<const Arg> args, rc::Stream stream) const {
@@ -66,6 +104,7 @@ void Kernel::launch(const Grid& grid, std::span<const Arg> args, rc::Stream stre
     fail(k.name, detail::cat("takes ", k.params.size(), " argument(s), got ", args.size()));
   std::vector<Slot> slots(args.size());
   std::vector<void*> ptrs(args.size());
+  bool aligned = true;
   for (size_t i = 0; i < args.size(); ++i) {
     const ParamSig& p = k.params[i];
     const Arg& a = args[i];
@@ -119,8 +158,11 @@ void Kernel::launch(const Grid& grid, std::span<const Arg> args, rc::Stream stre
     if (g[d] < 0 || g[d] > most[d]) fail(k.name, detail::cat("grid dim ", d, " is ", g[d], "; on a GPU it must be in [0, ", most[d], "]"));
   if (g[0] == 0 || g[1] == 0 || g[2] == 0) return;
   rc::set_device(k.device);
-  rc::launch(k.fn, rc::Dim3{unsigned(g[0]), unsigned(g[1]), unsigned(g[2])}, rc::Dim3{unsigned(k.emitted.threads), 1, 1},
-             unsigned(k.emitted.shared_bytes), stream ? stream : rc::current_stream(k.device), ptrs.data());
+  for (size_t i = 0; i < args.size(); ++i)
+    if (k.params[i].kind == ParamKind::Pointer) aligned = aligned && reinterpret_cast<uintptr_t>(slots[i].p) % 16 == 0;
+  const Variant& v = aligned ? *k.aligned : k.any_alignment();
+  rc::launch(v.fn, rc::Dim3{unsigned(g[0]), unsigned(g[1]), unsigned(g[2])}, rc::Dim3{unsigned(v.emitted.threads), 1, 1},
+             unsigned(v.emitted.shared_bytes), stream ? stream : rc::current_stream(k.device), ptrs.data());
 }
 
 std::string cubin(const std::string& source, const std::string& file, const std::string& arch, const std::string& fallback) {
@@ -149,18 +191,9 @@ Kernel compile(Program p, const std::string& passes) {
   d->arch = rc::properties(d->device).arch();
   // KILN_TILE_WGMMA=0: the dots on mma.sync even on sm_90a (to compare the two)
   const char* wgmma = std::getenv("KILN_TILE_WGMMA");
-  const std::string arch = wgmma && std::string(wgmma) == "0" ? std::string() : d->arch;
-  d->emitted = emit_kernel(p, arch);
-  d->source = translation_unit(std::vector<EmittedKernel>{d->emitted});
-  // wgmmas kept in flight across iterations, unless ptxas would serialize them (C7515: an
-  // instruction other than a wgmma writes their accumulators): then each iteration waits for its own.
-  std::string fallback;
-  if (d->emitted.source.find("kiln_tile_wgmma_wait<1>") != std::string::npos)
-    fallback = translation_unit(std::vector<EmittedKernel>{emit_kernel(p, arch, false)});
-  const std::string image = cubin(d->source, p.name + ".cu", d->arch, fallback);
-  d->module = rc::module_load(image, d->device);
-  d->fn = rc::module_function(d->module, d->emitted.entry.c_str());
-  if (d->emitted.shared_bytes > 48 * 1024) rc::set_max_dynamic_shared(d->fn, int(d->emitted.shared_bytes));
+  d->emit_arch = wgmma && std::string(wgmma) == "0" ? std::string() : d->arch;
+  d->aligned = load_variant(p, d->emit_arch, d->device, true);
+  d->program = std::move(p);
   Kernel k;
   k.d_ = std::move(d);
   return k;

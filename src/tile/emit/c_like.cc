@@ -496,6 +496,7 @@ std::string CLikeEmitter::constant_power(const std::string& x, const Value* expo
 }
 
 std::string CLikeEmitter::statement(const Op& op, const std::vector<std::string>& a, const std::string& result) const {
+  emitting_ = &op;
   if (op.code == OpCode::Store) {
     const std::string st = "*" + a[0] + " = " + store_value(a[1], op.operands[0]->type.dtype) + ";";
     return a.size() > 2 ? "if (" + a[2] + ") " + st : st;

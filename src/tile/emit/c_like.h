@@ -122,6 +122,10 @@ class CLikeEmitter {
   // --- for the hooks and derived emitters
   const Program& program() const { return *prog_; }
   CodeWriter& out() { return out_; }
+  const Op* emitting() const { return emitting_; }  // the op whose statement is being written
+  // How v (an index, a pointer) changes along dim `dim` of its block: the constant step per
+  // index, 0 when it does not depend on it, nullopt when it is not affine with a known step.
+  std::optional<int64_t> step_along(const Value* v, int dim) const;
   std::string cname(const Value* v) const;       // the C name of a value (its register / scalar)
   std::string array_name(const Value* v) const;  // the C name of its block
   std::string origin_comment(const Op& op) const;  // "  // add @ file:line"
@@ -188,9 +192,6 @@ class CLikeEmitter {
   bool index_like(const Value* v) const;
   int index_cost(const Value* v) const;
   Access expr_access(const Op& op) const;  // op recomputed at the value's own index
-  // How v (an index, a pointer) changes along dim `dim` of its block: the constant step per
-  // index, 0 when it does not depend on it, nullopt when it is not affine with a known step.
-  std::optional<int64_t> step_along(const Value* v, int dim) const;
   bool streamed(const Op& store, const Group& g) const;  // see streams_stores
   bool contiguous_rows(const Op& access, const Group& g, int64_t min_row_bytes) const;  // (streamed, prefetch_row)
   // Whether v moves on with the program id: it depends on one other than through a remainder
@@ -207,6 +208,7 @@ class CLikeEmitter {
   int64_t streamed_bytes_ = 0;
   int64_t prefetched_bytes_ = 0;
   int for_depth_ = 0;  // the for loops around the ops being emitted
+  mutable const Op* emitting_ = nullptr;  // the op statement() is writing (for load_value / store_value)
   const Region* region_ = nullptr;    // the region being emitted
   const Targets* targets_ = nullptr;  // and what its yield writes
 };

@@ -57,6 +57,30 @@ TEST(CudaGpuTile, LaunchChecksItsArguments) {
   EXPECT_THROW(k(cuda::Grid(int64_t(1) << 32), cuda::DevicePtr{}, cuda::DevicePtr{}, cuda::DevicePtr{}, 8), Error);
 }
 
+// A launch with pointers that are not 16-byte aligned (views one element in) runs the variant
+// for any alignment: the sum is right at both offsets, x, y and out each one float off.
+TEST(CudaGpuTile, ALaunchAtMisalignedPointersRunsTheVariantForAnyAlignment) {
+  if (!rc::available()) GTEST_SKIP() << "no CUDA GPU: " << rc::unavailable_reason();
+  const int64_t n = 3000;
+  cuda::Kernel k = cuda::compile(test::vector_add(1024));
+  const Tensor x = randn({n + 1}), y = randn({n + 1});
+  const size_t bytes = size_t(n + 1) * 4;
+  void* dx = rc::mem_alloc(bytes, rc::current_device());
+  void* dy = rc::mem_alloc(bytes, rc::current_device());
+  void* dout = rc::mem_alloc(bytes, rc::current_device());
+  rc::copy_sync(dx, x.data_ptr(), bytes, rc::CopyKind::HostToDevice, nullptr);
+  rc::copy_sync(dy, y.data_ptr(), bytes, rc::CopyKind::HostToDevice, nullptr);
+  const std::vector<float> xs = x.to_vector<float>(), ys = y.to_vector<float>();
+  for (int64_t off : {int64_t(0), int64_t(1)}) {
+    auto at = [&](void* p) { return cuda::DevicePtr{static_cast<float*>(p) + off}; };
+    k(cuda::Grid(cdiv(n, 1024)), at(dx), at(dy), at(dout), n);
+    std::vector<float> got(static_cast<size_t>(n));
+    rc::copy_sync(got.data(), static_cast<float*>(dout) + off, size_t(n) * 4, rc::CopyKind::DeviceToHost, nullptr);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(got[size_t(i)], xs[size_t(i + off)] + ys[size_t(i + off)]) << "offset " << off << ", element " << i;
+  }
+  for (void* p : {dx, dy, dout}) rc::mem_free(p, rc::current_device());
+}
+
 TEST(CudaGpuTile, AKernelReportsItsRegistersAndOccupancy) {
   if (!rc::available()) GTEST_SKIP() << "no CUDA GPU: " << rc::unavailable_reason();
   cuda::Kernel k = cuda::compile(test::vector_add(1024));
