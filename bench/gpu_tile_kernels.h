@@ -48,21 +48,6 @@ inline Program softmax(int64_t cols, int warps = 8) {
   return b.finish();
 }
 
-// softmax keeping only x's row in registers: e^(x - max) computed twice (exp for the sum, exp2
-// for the output: the same expression twice would be one value), half the registers.
-inline Program softmax_recompute(int64_t cols, int warps = 8) {
-  Builder b("softmax_recompute");
-  b.set_num_warps(warps);
-  auto x = b.arg_ptr("x", kBFloat16), out = b.arg_ptr("out", kBFloat16);
-  auto row = b.program_id(0).to(kInt64) * cols;
-  auto offs = b.arange(0, cols);
-  auto v = b.load(x + row + offs).to(kFloat32);
-  auto mx = b.max(v, 0);
-  auto s = b.sum(b.exp(v - mx), 0);
-  b.store(out + row + offs, b.exp2((v - mx) * 1.4426950408889634) / s);
-  return b.finish();
-}
-
 // warps: 8 (256 threads, 32 elements each) measured fastest on the H200 (bench/gpu_tile.cc
 // --sweep: 48-64 registers, 4-5 blocks per SM; at 16 warps 3-4 blocks, at 4 warps 2-3).
 inline Program layernorm(int64_t cols, int warps = 8) {
@@ -111,34 +96,6 @@ inline Program cross_entropy(int64_t cols, int64_t rows, int64_t block, int warp
   auto t = b.load(target + row);
   auto picked = b.load(x + base + t).to(kFloat32);
   b.atomic_add(loss, (b.log(r[1]) + r[0] - picked) / double(rows));
-  return b.finish();
-}
-
-// The same loss with a running max and sum per element position of the chunk (carried blocks)
-// instead of per row: no block-wide reduction (and so no barrier) inside the loop, the positions
-// combined once at the end. One exp per element: exp(-|v - m|) is e^(v - m) where v does not
-// raise the position's max m, and e^(m - v) (the old sum's scale) where it does.
-inline Program cross_entropy_lanes(int64_t cols, int64_t rows, int64_t block, int warps = 8) {
-  Builder b("cross_entropy_lanes");
-  b.set_num_warps(warps);
-  auto x = b.arg_ptr("x", kBFloat16), target = b.arg_ptr("target", kInt64), loss = b.arg_ptr("loss", kFloat32);
-  auto row = b.program_id(0).to(kInt64);
-  auto base = row * cols;
-  auto offs = b.arange(0, block).to(kInt64);
-  auto r = b.for_loop(int64_t(0), cols, block, {b.full({block}, Scalar(-INFINITY), kFloat32), b.zeros({block})},
-                      [&](Val c, const std::vector<Val>& carried) {
-                        auto m = c + offs < cols;
-                        auto v = b.load(x + base + c + offs, m, 0.0).to(kFloat32);
-                        auto d = v - carried[0];
-                        auto e = b.exp(-b.abs(d));
-                        auto s = b.where(d > 0.0, carried[1] * e + 1.0, carried[1] + e);
-                        return std::vector<Val>{b.where(m, b.maximum(carried[0], v), carried[0]), b.where(m, s, carried[1])};
-                      });
-  auto mx = b.max(r[0], 0);
-  auto total = b.sum(r[1] * b.exp(r[0] - mx), 0);  // a position that saw no column: 0 * e^-inf
-  auto t = b.load(target + row);
-  auto picked = b.load(x + base + t).to(kFloat32);
-  b.atomic_add(loss, (b.log(total) + mx - picked) / double(rows));
   return b.finish();
 }
 

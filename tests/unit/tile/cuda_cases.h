@@ -57,11 +57,9 @@ inline std::vector<Case> cases() {
       {"bench_vector_add", cpu::Grid(3), {randn({2999}).to(kBFloat16), randn({2999}).to(kBFloat16), zeros({2999}, kBFloat16), int64_t(2999)}},
       {"bench_vector_add", cpu::Grid(3), {randn({3000}).to(kBFloat16), randn({3000}).to(kBFloat16), zeros({3000}, kBFloat16), int64_t(3000)}},
       {"bench_softmax", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
-      {"bench_softmax_recompute", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_layernorm", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_rmsnorm", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_cross_entropy", cpu::Grid(2), {randn({2, 1000}).to(kBFloat16), tensor(std::vector<double>{999, 3}, {2}, kInt64), zeros({1})}, 1e-5},
-      {"bench_cross_entropy_lanes", cpu::Grid(2), {randn({2, 1000}).to(kBFloat16), tensor(std::vector<double>{999, 3}, {2}, kInt64), zeros({1})}, 1e-5},
       // Masked edges in M, N and K; N = 70 leaves b's rows misaligned for 16-byte loads.
       {"bench_matmul", cpu::Grid(4), {randn({200, 80}).to(kBFloat16), randn({80, 256}).to(kBFloat16), zeros({200, 256}, kBFloat16), 200, 256, 80}, 8e-3},
       {"matmul_bf16_small", cpu::Grid(4), {randn({100, 40}).to(kBFloat16), randn({40, 70}).to(kBFloat16), zeros({100, 70}, kBFloat16), 100, 70, 40}, 8e-3},

@@ -132,11 +132,9 @@ inline std::vector<NamedKernel> cuda_kernels() {
       // bench/gpu_tile.cc's kernels (bf16, 512 threads) at small shapes.
       {"bench_vector_add", [] { return renamed(gpu_bench::vector_add(1024), "bench_vector_add"); }},
       {"bench_softmax", [] { return renamed(gpu_bench::softmax(1024), "bench_softmax"); }},
-      {"bench_softmax_recompute", [] { return renamed(gpu_bench::softmax_recompute(1024), "bench_softmax_recompute"); }},
       {"bench_layernorm", [] { return renamed(gpu_bench::layernorm(1024), "bench_layernorm"); }},
       {"bench_rmsnorm", [] { return renamed(gpu_bench::rmsnorm(1024), "bench_rmsnorm"); }},
       {"bench_cross_entropy", [] { return renamed(gpu_bench::cross_entropy(1000, 2, 256), "bench_cross_entropy"); }},
-      {"bench_cross_entropy_lanes", [] { return renamed(gpu_bench::cross_entropy_lanes(1000, 2, 256), "bench_cross_entropy_lanes"); }},
       // dot on tensor cores: the benchmark's tile (8 warps, 2 x 4 of 64 x 32) and a smaller one
       // (4 warps, 2 x 2 of 32 x 16; an odd count of n8 tiles per warp at BN = 24).
       {"bench_matmul", [] { return renamed(gpu_bench::matmul(128, 128, 32, 8), "bench_matmul"); }},
