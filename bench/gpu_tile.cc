@@ -1,5 +1,5 @@
 // Hand-written tile kernels on the GPU at workloads.md's shapes (../shared/bench/workloads.md):
-// vector_add, softmax, layernorm, rmsnorm and cross_entropy in bf16 (fp32 math), each timed with
+// vector_add, pointwise, softmax, layernorm, rmsnorm and cross_entropy in bf16 (fp32 math), each timed with
 // device events (median of 50 launches after 5 warm-up ones) against its DRAM floor: the bytes it
 // must read and write at 4.3 TB/s, the H200's measured copy bandwidth; and a tile matmul on
 // tensor cores at 8192^3 bf16 (f32 accumulators) beside cuBLAS's (cublasGemmEx, loaded with
@@ -189,7 +189,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && !std::strcmp(argv[1], "--sources")) {  // the CUDA of the kernels (no GPU needed)
     const std::string arch = argc > 2 ? argv[2] : "";
     std::vector<cuda::EmittedKernel> ks;
-    for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::softmax(8192)),
+    for (Program* p : {new Program(gb::fill_kernel(kBFloat16)), new Program(gb::vector_add(4096)), new Program(gb::pointwise(8192)),
+                       new Program(gb::softmax(8192)),
                        new Program(gb::layernorm(8192)), new Program(gb::rmsnorm(8192)), new Program(gb::cross_entropy(32000, 16384, 8192))}) {
       verify(*p);
       run_passes(*p, default_passes());
@@ -228,6 +229,9 @@ int main(int argc, char** argv) {
 
     const cuda::Kernel add = cuda::compile(gb::vector_add(4096));
     report("vector_add", "16384x8192", time_ms([&] { add(cuda::Grid(cdiv(n, 4096)), x->ptr(), y->ptr(), out.ptr(), n); }), 3.0 * n * 2);
+
+    const cuda::Kernel pw = cuda::compile(gb::pointwise(cols));
+    report("pointwise", "16384x8192", time_ms([&] { pw(cuda::Grid(n / 4096), x->ptr(), w->ptr(), bias->ptr(), out.ptr()); }), 2.0 * n * 2);
 
     const cuda::Kernel sm = cuda::compile(gb::softmax(cols));
     report("softmax", "16384x8192", time_ms([&] { sm(cuda::Grid(rows), x->ptr(), out.ptr()); }), 2.0 * n * 2);

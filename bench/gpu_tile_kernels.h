@@ -32,6 +32,21 @@ inline Program vector_add(int64_t block) {
   return b.finish();
 }
 
+// workloads.md's pointwise: out = gelu(x * a + b) * sigmoid(x), a and b broadcast along the rows
+// of x[rows, cols]; one program per `block` columns of a row (block divides cols), fp32 math.
+inline Program pointwise(int64_t cols, int64_t block = 4096) {
+  Builder b("pointwise");
+  auto x = b.arg_ptr("x", kBFloat16), a = b.arg_ptr("a", kBFloat16), bias = b.arg_ptr("b", kBFloat16);
+  auto out = b.arg_ptr("out", kBFloat16);
+  auto pid = b.program_id(0).to(kInt64);
+  auto col = (pid % (cols / block)) * block + b.arange(0, block).to(kInt64);
+  auto at = b.floor_divide(pid, cols / block) * cols + col;
+  auto v = b.load(x + at).to(kFloat32);
+  auto h = v * b.load(a + col).to(kFloat32) + b.load(bias + col).to(kFloat32);
+  b.store(out + at, h * 0.5 * (b.erf(h * 0.7071067811865476) + 1.0) * b.sigmoid(v));
+  return b.finish();
+}
+
 // One program per row of cols (== BLOCK) elements; fp32 math, bf16 in and out. `warps`: the
 // thread block's warps (bench/gpu_tile.cc --sweep times others).
 inline Program softmax(int64_t cols, int warps = 8) {

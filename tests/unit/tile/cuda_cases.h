@@ -56,6 +56,7 @@ inline std::vector<Case> cases() {
       {"shifted", cpu::Grid(4), {randn({1000}).to(kBFloat16), zeros({999}, kBFloat16), int64_t(999)}},
       {"bench_vector_add", cpu::Grid(3), {randn({2999}).to(kBFloat16), randn({2999}).to(kBFloat16), zeros({2999}, kBFloat16), int64_t(2999)}},
       {"bench_vector_add", cpu::Grid(3), {randn({3000}).to(kBFloat16), randn({3000}).to(kBFloat16), zeros({3000}, kBFloat16), int64_t(3000)}},
+      {"bench_pointwise", cpu::Grid(8), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_softmax", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_layernorm", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},
       {"bench_rmsnorm", cpu::Grid(2), {randn({2, 1024}).to(kBFloat16), randn({1024}).to(kBFloat16), zeros({2, 1024}, kBFloat16)}, 8e-3},

@@ -131,6 +131,7 @@ inline std::vector<NamedKernel> cuda_kernels() {
       {"shifted", [] { return shifted(); }},
       // bench/gpu_tile.cc's kernels (bf16, 512 threads) at small shapes.
       {"bench_vector_add", [] { return renamed(gpu_bench::vector_add(1024), "bench_vector_add"); }},
+      {"bench_pointwise", [] { return renamed(gpu_bench::pointwise(1024, 256), "bench_pointwise"); }},
       {"bench_softmax", [] { return renamed(gpu_bench::softmax(1024), "bench_softmax"); }},
       {"bench_layernorm", [] { return renamed(gpu_bench::layernorm(1024), "bench_layernorm"); }},
       {"bench_rmsnorm", [] { return renamed(gpu_bench::rmsnorm(1024), "bench_rmsnorm"); }},

@@ -85,6 +85,23 @@ TEST(TileCpu, TheBenchCrossEntropyKernelMatchesTheLossInDouble) {
   EXPECT_NEAR(loss.to_vector<double>()[0], want, 1e-5 * std::abs(want));
 }
 
+// bench/gpu_tile.cc's pointwise kernel (gelu(x * a + b) * sigmoid(x), a and b along the rows)
+// against the same formula in double on the bf16 inputs, rounded to bf16 at the end.
+TEST(TileCpu, TheBenchPointwiseKernelMatchesItsFormulaInDouble) {
+  const int64_t rows = 3, cols = 1024;
+  const Tensor x = randn({rows, cols}).to(kBFloat16), a = randn({cols}).to(kBFloat16), b = randn({cols}).to(kBFloat16);
+  Tensor out = zeros({rows, cols}, kBFloat16);
+  cpu::compile(gpu_bench::pointwise(cols, 256))(Grid(rows * cols / 256), x, a, b, out);
+  const std::vector<double> xs = x.to_vector<double>(), as = a.to_vector<double>(), bs = b.to_vector<double>();
+  const std::vector<double> got = out.to_vector<double>();
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) {
+      const double v = xs[size_t(r * cols + c)], h = v * as[size_t(c)] + bs[size_t(c)];
+      const double want = 0.5 * h * (1 + std::erf(h / std::sqrt(2.0))) / (1 + std::exp(-v));
+      ASSERT_NEAR(got[size_t(r * cols + c)], want, 8e-3 * std::max(1.0, std::abs(want))) << r << ", " << c;
+    }
+}
+
 TEST(TileCpu, MaskedRowSoftmax) {
   cpu::Kernel k = cpu::compile(test::softmax(512));
   const int64_t rows = 37, cols = 300;
