@@ -799,6 +799,7 @@ class CudaEmitter final : public CLikeEmitter {
   int64_t run_ = 4;
   bool vector_loads_ = true;  // no loaded value feeds a load's address or mask in its loop
   bool in_run_ = false;       // inside a run's loop (begin_elements .. finish_run)
+  int64_t run_len_ = 0;       // its run: elements per thread-run (layout(n).run, which may be below run_)
   size_t run_at_ = 0, run_body_at_ = 0;  // where its text starts, and its body
   int run_depth_ = 0;
   mutable std::vector<RunAccess> run_loads_, run_stores_;
