@@ -14,6 +14,7 @@
 #include "tile/cuda/emit_cuda.h"
 
 #include <algorithm>
+#include <bit>
 #include <cctype>
 #include <functional>
 #include <map>
@@ -521,6 +522,7 @@ class CudaEmitter final : public CLikeEmitter {
       run_body_at_ = out().text().size();
       out().line("const int _i = _e + _v;");
       in_run_ = true;
+      run_len_ = l.run;
       run_loads_.clear();
       run_stores_.clear();
       run_atomic_ = false;
@@ -680,14 +682,19 @@ class CudaEmitter final : public CLikeEmitter {
   };
   // Whether a load's or store's run covers consecutive addresses: its pointer steps by one
   // element along the block's last dim of size > 1, and no run crosses a row of that dim.
+  // (The runs go along the block's last dim of size > 1: run_dim.)
+  static int run_dim(const std::vector<int64_t>& shape) {
+    int last = 0;
+    for (size_t d = 0; d < shape.size(); ++d)
+      if (shape[d] > 1) last = int(d);
+    return last;
+  }
   bool consecutive(const Op* access) const {
     if (!access || (access->code != OpCode::Load && access->code != OpCode::Store)) return false;
     const std::vector<int64_t>& shape = access->operands[0]->type.shape;
-    size_t last = 0;
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] > 1) last = d;
-    if (shape.empty() || (last > 0 && shape[last] % run_ != 0)) return false;
-    const std::optional<int64_t> step = step_along(access->operands[0], int(last));
+    const int last = run_dim(shape);
+    if (shape.empty() || run_len_ < 2 || (last > 0 && shape[size_t(last)] % run_len_ != 0)) return false;
+    const std::optional<int64_t> step = step_along(access->operands[0], last);
     return step && *step == 1;
   }
   // Whether a consecutive run of `access` (its pointer's run-wide access) is 16-byte aligned
@@ -697,21 +704,15 @@ class CudaEmitter final : public CLikeEmitter {
   // through every use of a parameter, and cannot see through the 32-bit index arithmetic.
   bool aligned_run(const Op* access) const {
     if (!aligned_ || !consecutive(access)) return false;
-    const std::vector<int64_t>& shape = access->operands[0]->type.shape;
-    int dim = 0;
-    for (size_t d = 0; d < shape.size(); ++d)
-      if (shape[d] > 1) dim = int(d);
-    const int64_t bytes = std::min<int64_t>(16, run_ * int64_t(itemsize(access->operands[0]->type.dtype)));
-    return divisibility(access->operands[0], dim) % bytes == 0;
+    const int64_t bytes = std::min<int64_t>(16, run_len_ * int64_t(itemsize(access->operands[0]->type.dtype)));
+    return divisibility(access->operands[0], run_dim(access->operands[0]->type.shape)) % bytes == 0;
   }
   // The largest power of two (up to 2^20) known to divide v at every element whose index along
   // `dim` (-1: none) is a multiple of the run (a run's first element): elements for an integer,
   // bytes for a pointer (its argument counted as aligned to 16).
   static int64_t pow2_of(int64_t c) {
-    if (c == 0) return int64_t(1) << 20;
-    int64_t p = 1;
-    while (p < (int64_t(1) << 20) && c % (p * 2) == 0) p *= 2;
-    return p;
+    constexpr int64_t kMost = int64_t(1) << 20;
+    return c == 0 ? kMost : std::min(kMost, int64_t(1) << std::countr_zero(uint64_t(c)));
   }
   int64_t divisibility(const Value* v, int dim) const {
     const Op* op = v->def;
@@ -722,7 +723,7 @@ class CudaEmitter final : public CLikeEmitter {
     }
     switch (op->code) {
       case OpCode::Constant: return is_floating(v->type.dtype) ? 1 : pow2_of(op->value.to_int());
-      case OpCode::Arange: return dim == 0 ? std::min(pow2_of(op->start), run_) : 1;
+      case OpCode::Arange: return dim == 0 ? std::min(pow2_of(op->start), run_len_) : 1;
       case OpCode::Splat: return divisibility(op->operands[0], -1);
       case OpCode::Broadcast:
         return divisibility(op->operands[0], dim >= 0 && op->operands[0]->type.shape[size_t(dim)] == 1 ? -1 : dim);
