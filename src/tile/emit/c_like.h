@@ -107,8 +107,9 @@ class CLikeEmitter {
   // kPrefetchRowBytes each) gets, before the elements' loop, per row the statement prefetch_row
   // returns (src: the row's first element's pointer; bytes: its size; in_loop: the load is in a
   // for loop's body), which may ask for the memory a distance ahead: the next iterations' rows,
-  // or outside a loop the next program's, which the hardware prefetcher (it stops at page ends)
-  // fetches late. The default: none.
+  // or outside a loop what comes after this program's start (a page ahead on the CPU: the next
+  // program's rows where a program reads less than a page, later in its own row where it reads
+  // more), which the hardware prefetcher (it stops at page ends) fetches late. The default: none.
   virtual std::string prefetch_row(const std::string& src, int64_t bytes, bool in_loop) const;
   static constexpr int64_t kPrefetchRowBytes = 1024;
   // Whether a division by a loop-invariant divisor may multiply by its reciprocal (within 1 ulp
