@@ -52,6 +52,7 @@ PUBLIC = {
     "kiln/device.h": "base",
     "kiln/symint.h": "base",
     "kiln/log.h": "base",
+    "kiln/cuda.h": "runtime",
     "kiln/tensor.h": "core",
     "kiln/grad_mode.h": "core",
     "kiln/tensor_methods_gen.inc": "core",  # generated; the Tensor methods tensor.h declares

@@ -3,6 +3,7 @@
 #include <kiln/autocast.h>
 #include <kiln/autograd.h>
 #include <kiln/compile.h>
+#include <kiln/cuda.h>
 #include <kiln/device.h>
 #include <kiln/dtype.h>
 #include <kiln/error.h>

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 namespace kiln::runtime::cuda {
@@ -31,15 +32,19 @@ void* Library::symbol(const char* name) {
 
 std::vector<std::string> library_candidates(const char* env_var, const std::vector<std::string>& sonames) {
   std::vector<std::string> out;
-  if (const char* p = std::getenv(env_var); p && *p) out.push_back(p);
-  for (const std::string& s : sonames) out.push_back(s);
+  // CUDA_HOME and CUDA_PATH often name /usr/local/cuda too: each path is tried (and reported) once.
+  auto add = [&out](std::string c) {
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(std::move(c));
+  };
+  if (const char* p = std::getenv(env_var); p && *p) add(p);
+  for (const std::string& s : sonames) add(s);
   std::vector<std::string> roots;
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
     if (const char* r = std::getenv(var); r && *r) roots.push_back(r);
   roots.push_back("/usr/local/cuda");
   for (const std::string& r : roots)
     for (const char* lib : {"/lib64/", "/lib/"})
-      for (const std::string& s : sonames) out.push_back(r + lib + s);
+      for (const std::string& s : sonames) add(r + lib + s);
   return out;
 }
 

@@ -93,7 +93,7 @@ TEST(CudaFakeDriver, TheRuntimeRunsOnAFakeDriver) {
   EXPECT_EQ(status, 0) << out;
   EXPECT_NE(out.find("cuda:0 Fake GPU, 132 SMs, 16.0 GiB, cc 9.0 (sm_90a)"), std::string::npos) << out;
   for (const char* t : {"CudaGpu.Properties", "CudaGpu.CopiesRoundTrip", "CudaGpu.AllocatorOnDeviceMemory",
-                        "CudaGpu.OutOfMemoryIsAClearErrorAndLeavesTheProcessUsable"})
+                        "CudaGpu.OutOfMemoryIsAClearErrorAndLeavesTheProcessUsable", "CudaGpu.ThePublicApiAnswersAsTorchCuda"})
     EXPECT_NE(out.find(std::string("[       OK ] ") + t), std::string::npos) << t << "\n" << out;
   // Registered where the driver loads: the "no backend for cuda" tests step aside.
   EXPECT_NE(out.find("the CUDA driver loaded: CUDA has a backend here"), std::string::npos) << out;

@@ -4,7 +4,9 @@
 // none, and carries the ctest label `gpu` (CMakeLists.txt); bench/gpu.sh runs them on the H200.
 // CudaDriver.* run everywhere: what a machine without a GPU says.
 #include <gtest/gtest.h>
+#include <kiln/cuda.h>
 #include <kiln/error.h>
+#include <kiln/ops.h>
 
 #include <cstdint>
 #include <cstdlib>
@@ -49,6 +51,16 @@ TEST(CudaDriver, NoGpuIsAClearErrorAtFirstUse) {
   EXPECT_NE(e.find(unavailable_reason()), std::string::npos) << e;
   const std::string m = error_of([] { mem_alloc(16, 0); });
   EXPECT_NE(m.find("no CUDA GPU: "), std::string::npos) << m;
+  // The public answers (kiln/cuda.h), as torch.cuda's on a machine without one.
+  EXPECT_FALSE(kiln::cuda::is_available());
+  EXPECT_EQ(kiln::cuda::device_count(), 0);
+  EXPECT_EQ(kiln::cuda::unavailable_reason(), unavailable_reason());
+  for (const std::function<void()>& f : std::vector<std::function<void()>>{
+           [] { kiln::cuda::synchronize(); }, [] { (void)kiln::cuda::memory_allocated(); },
+           [] { (void)kiln::cuda::get_device_name(); }, [] { kiln::cuda::empty_cache(); }}) {
+    const std::string p = error_of(f);
+    EXPECT_NE(p.find("no CUDA GPU: "), std::string::npos) << p;
+  }
   // Registered exactly where the driver library loads (and only then), so CPU-only machines keep
   // the "no device backend" error.
   EXPECT_EQ(find_device(DeviceType::CUDA) != nullptr, driver_loaded());
@@ -291,6 +303,35 @@ TEST(CudaGpu, OutOfMemoryIsAClearErrorAndLeavesTheProcessUsable) {
   copy_bytes(back.data(), kCPU, p, kGpu, v.size());
   EXPECT_EQ(back, v);
   gpu().deallocate(p, 1 << 20, 0);
+}
+
+// kiln/cuda.h on the device: its answers agree with the driver layer's, and the memory stats
+// follow a tensor's life (the fake driver runs this too: nothing here launches a kernel).
+TEST(CudaGpu, ThePublicApiAnswersAsTorchCuda) {
+  SKIP_WITHOUT_GPU();
+  namespace kc = kiln::cuda;
+  EXPECT_TRUE(kc::is_available());
+  EXPECT_TRUE(kc::unavailable_reason().empty());
+  EXPECT_EQ(kc::device_count(), device_count());
+  EXPECT_EQ(kc::get_device_name(0), properties(0).name);
+  EXPECT_EQ(kc::get_device_capability(), std::make_pair(properties(0).major, properties(0).minor));
+  EXPECT_EQ(kc::current_device(), current_device());
+  kc::synchronize();
+  kc::empty_cache();
+  kc::reset_peak_memory_stats();
+  const int64_t before = kc::memory_allocated();
+  {
+    Tensor t = kiln::empty({1 << 20}, kFloat32, kGpu);
+    EXPECT_GE(kc::memory_allocated() - before, int64_t(4) << 20);
+    EXPECT_GE(kc::max_memory_allocated(), kc::memory_allocated());
+    EXPECT_GE(kc::memory_reserved(), kc::memory_allocated());
+  }
+  EXPECT_EQ(kc::memory_allocated(), before);
+  EXPECT_GE(kc::max_memory_allocated() - before, int64_t(4) << 20);
+  kc::reset_peak_memory_stats();
+  EXPECT_EQ(kc::max_memory_allocated(), kc::memory_allocated());
+  const std::string bad = error_of([] { kiln::cuda::set_device(99); });
+  EXPECT_NE(bad.find("no device 99"), std::string::npos) << bad;
 }
 
 }  // namespace
