@@ -320,13 +320,8 @@ KILN_KERNEL(index_put) {
   Shape rshape;
   for (auto& s : rs) rshape.push_back(s.value());
   Tensor vals = expand(values, rshape);
-  const bool adjacent = pos.empty() || pos.back() - pos.front() + 1 == int64_t(pos.size());
-  const int64_t first = adjacent && !pos.empty() ? pos.front() : 0, nbd = int64_t(bshape.size());
-  std::vector<int64_t> perm;
-  for (int64_t i = 0; i < nbd; ++i) perm.push_back(first + i);
-  for (int64_t i = 0; i < int64_t(rshape.size()); ++i)
-    if (i < first || i >= first + nbd) perm.push_back(i);
-  vals = permute(vals, perm);
+  const int64_t nbd = int64_t(bshape.size());
+  vals = permute(vals, ops::advanced_index_dims_first(pos, nbd, int64_t(rshape.size())));
   Shape rest_sz, rest_st;
   for (int64_t d = 0; d < nd; ++d)
     if (!indices[size_t(d)].defined()) {

@@ -21,6 +21,16 @@ bool has_bool_index(const std::vector<Tensor>& indices) {
   return false;
 }
 
+std::vector<int64_t> advanced_index_dims_first(const std::vector<int64_t>& indexed, int64_t index_dims, int64_t result_rank) {
+  const bool adjacent = indexed.empty() || indexed.back() - indexed.front() + 1 == int64_t(indexed.size());
+  const int64_t first = adjacent && !indexed.empty() ? indexed.front() : 0;
+  std::vector<int64_t> perm;
+  for (int64_t i = 0; i < index_dims; ++i) perm.push_back(first + i);
+  for (int64_t i = 0; i < result_rank; ++i)
+    if (i < first || i >= first + index_dims) perm.push_back(i);
+  return perm;
+}
+
 SymShape advanced_index_shape(const SymShape& self, const std::vector<Tensor>& indices) {
   KILN_CHECK(indices.size() <= self.size(), "too many indices for a tensor of dimension ", self.size(), " (got ",
              indices.size(), ")");
