@@ -1,5 +1,6 @@
 // Grad mode, kiln.autograd.backward/grad, autocast and the random generator.
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -98,7 +99,27 @@ void bind_autograd(nb::module_& m) {
   });
 }
 
+// kiln.cuda's answers where a GPU is present (python/kiln/cuda/__init__.py keeps the CPU
+// build's answers where none is): kiln/cuda.h.
+void bind_cuda(nb::module_& m) {
+  nb::module_ c = m.def_submodule("_cuda", "kiln/cuda.h: the GPUs kiln sees");
+  c.def("is_available", &cuda::is_available);
+  c.def("unavailable_reason", [] { return cuda::unavailable_reason(); });
+  c.def("device_count", &cuda::device_count);
+  c.def("current_device", &cuda::current_device);
+  c.def("set_device", &cuda::set_device, nb::arg("device"));
+  c.def("get_device_name", &cuda::get_device_name, nb::arg("device") = -1);
+  c.def("get_device_capability", &cuda::get_device_capability, nb::arg("device") = -1);
+  c.def("synchronize", &cuda::synchronize, nb::arg("device") = -1, nb::call_guard<nb::gil_scoped_release>());
+  c.def("memory_allocated", &cuda::memory_allocated, nb::arg("device") = -1);
+  c.def("max_memory_allocated", &cuda::max_memory_allocated, nb::arg("device") = -1);
+  c.def("memory_reserved", &cuda::memory_reserved, nb::arg("device") = -1);
+  c.def("reset_peak_memory_stats", &cuda::reset_peak_memory_stats, nb::arg("device") = -1);
+  c.def("empty_cache", &cuda::empty_cache, nb::arg("device") = -1);
+}
+
 void bind_runtime(nb::module_& m) {
+  bind_cuda(m);
   m.def("save", [](nb::dict tensors, const std::string& path, nb::handle metadata) {
     TensorMap map;
     for (auto [k, v] : tensors) {

@@ -206,6 +206,17 @@ void bind_tensor(nb::module_& m) {
       // conversions
       .def("to", &to_dtype_or_device)
       .def("cpu", [](const Tensor& t) { return t.to(kCPU); })
+      .def("cuda", [](const Tensor& t, nb::handle device, bool) {
+        // torch's: cuda(device=None) -> the current device; an int or a device names another.
+        Device d{DeviceType::CUDA, cuda::is_available() ? cuda::current_device() : 0};
+        if (PyLong_Check(device.ptr())) d.index = int16_t(nb::cast<int>(device));
+        else if (!device.is_none()) {
+          std::optional<Device> given = as_device(device);
+          if (!given || !given->is_cuda()) throw nb::type_error(("Tensor.cuda(): expected a CUDA device or an index, not " + py_given(device)).c_str());
+          d = *given;
+        }
+        return t.to(d);
+      }, nb::arg("device").none() = nb::none(), nb::arg("non_blocking") = false)
       .def("float", [](const Tensor& t) { return t.to(kFloat32); })
       .def("double", [](const Tensor& t) { return t.to(kFloat64); })
       .def("half", [](const Tensor& t) { return t.to(kFloat16); })
