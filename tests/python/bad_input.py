@@ -199,48 +199,9 @@ def run(case):
     try:
         compare(info, kr, tr, dtype)
     except Exception as e:  # noqa: BLE001 - a difference, or results that cannot be compared
-        if not _no_further_from_exact(info, tfn, targs, tkw, kr, tr):
+        if not _load()[4].no_further_from_exact(info, tfn, targs, tkw, kr, tr):
             return dict(result, outcome="differ", kiln=_error_text(e)[:300])
     return dict(result, outcome="equal")
-
-
-def _no_further_from_exact(info, tfn, targs, tkw, kr, tr):
-    """For float16 / bfloat16 results that differ: whether kiln's are at least as close as
-    PyTorch's to the same call in float64 (PyTorch's CPU kernels accumulate some ops, as
-    conv_transpose2d, in the 16-bit type; kiln accumulates in float32 and rounds once, so where
-    their sum cancels, the two can differ by more than the dtype's tolerance with kiln nearer)."""
-    np, torch, _, _, oracle = _load()
-    if info.check is not None:
-        return False
-    low = (torch.float16, torch.bfloat16)
-    touts = oracle.tensors_of(tr)
-    kouts = oracle.tensors_of(kr)
-    if len(kouts) != len(touts) or not touts or not all(isinstance(t, torch.Tensor) and t.dtype in low for t in touts):
-        return False
-
-    def wide(v):
-        if isinstance(v, torch.Tensor) and v.dtype in low:
-            return v.detach().double()
-        if isinstance(v, (list, tuple)):
-            return type(v)(wide(x) for x in v)
-        return v
-
-    try:
-        exact = oracle.tensors_of(tfn(*wide(tuple(targs)), **{k: wide(v) for k, v in tkw.items()}))
-    except Exception:  # noqa: BLE001 - no float64 kernel: no verdict
-        return False
-    if len(exact) != len(touts):
-        return False
-    for k, t, x in zip(kouts, touts, exact):
-        kn, tn, xn = oracle.to_numpy(k).astype(np.float64), oracle.to_numpy(t).astype(np.float64), oracle.to_numpy(x)
-        if str(k.dtype).split(".")[-1] != str(t.dtype).split(".")[-1] or kn.shape != xn.shape:
-            return False
-        if not np.array_equal(np.isnan(kn), np.isnan(xn)):
-            return False
-        err = lambda r: np.where((r == xn) | np.isnan(xn), 0.0, np.abs(r - xn))  # (equal infinities: 0)
-        if err(kn).max(initial=0.0) > err(tn).max(initial=0.0):
-            return False
-    return True
 
 
 def compare(info, kr, tr, dtype):

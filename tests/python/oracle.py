@@ -100,6 +100,44 @@ def assert_close(k, t, dtype, tol, what):
     np.testing.assert_allclose(kn, tn, atol=atol, rtol=rtol, equal_nan=True, err_msg=what)
 
 
+def no_further_from_exact(info, tfn, targs, tkw, kr, tr):
+    """For float16 / bfloat16 results that differ: whether kiln's are at least as close as
+    PyTorch's to the same call in float64 (PyTorch's CPU kernels accumulate some ops, as
+    conv_transpose2d, in the 16-bit type; kiln accumulates in float32 and rounds once, so where
+    their sum cancels, the two can differ by more than the dtype's tolerance with kiln nearer)."""
+    if info.check is not None:
+        return False
+    low = (torch.float16, torch.bfloat16)
+    touts = tensors_of(tr)
+    kouts = tensors_of(kr)
+    if len(kouts) != len(touts) or not touts or not all(isinstance(t, torch.Tensor) and t.dtype in low for t in touts):
+        return False
+
+    def wide(v):
+        if isinstance(v, torch.Tensor) and v.dtype in low:
+            return v.detach().double()
+        if isinstance(v, (list, tuple)):
+            return type(v)(wide(x) for x in v)
+        return v
+
+    try:
+        exact = tensors_of(tfn(*wide(tuple(targs)), **{k: wide(v) for k, v in tkw.items()}))
+    except Exception:  # noqa: BLE001 - no float64 kernel: no verdict
+        return False
+    if len(exact) != len(touts):
+        return False
+    for k, t, x in zip(kouts, touts, exact):
+        kn, tn, xn = to_numpy(k).astype(np.float64), to_numpy(t).astype(np.float64), to_numpy(x)
+        if str(k.dtype).split(".")[-1] != str(t.dtype).split(".")[-1] or kn.shape != xn.shape:
+            return False
+        if not np.array_equal(np.isnan(kn), np.isnan(xn)):
+            return False
+        err = lambda r: np.where((r == xn) | np.isnan(xn), 0.0, np.abs(r - xn))  # (equal infinities: 0)
+        if err(kn).max(initial=0.0) > err(tn).max(initial=0.0):
+            return False
+    return True
+
+
 def run_sample(info, sample, dtype, seed, check_grad):
     """Compares kiln and PyTorch on one sample; returns True if gradients were compared."""
     rng = np.random.default_rng(seed)
@@ -118,8 +156,14 @@ def run_sample(info, sample, dtype, seed, check_grad):
     kouts = tensors_of(info.output(kr) if info.output else kr)
     touts = tensors_of(info.output(tr) if info.output else tr)
     assert len(kouts) == len(touts), f"{label}: {len(kouts)} outputs (kiln) != {len(touts)} (torch)"
-    for i, (k, t) in enumerate(zip(kouts, touts)):
-        assert_close(k, t, dtype, info.tol, f"{label} output {i}")
+    try:
+        for i, (k, t) in enumerate(zip(kouts, touts)):
+            assert_close(k, t, dtype, info.tol, f"{label} output {i}")
+    except AssertionError:
+        # A 16-bit result apart from PyTorch's passes where it is no further from the float64
+        # answer (PyTorch's CPU convolutions accumulate some sums in the 16-bit type).
+        if not no_further_from_exact(info, tfn, targs, tkw, kr, tr):
+            raise
     if not check_grad:
         return False
     kin, tin = leaves(kargs) + leaves(list(kkw.values())), leaves(targs) + leaves(list(tkw.values()))
