@@ -117,6 +117,9 @@ if ((CONFIGURED)); then
       break
     fi
   done
+  EAGER_BENCH=""
+  ninja -C "$BUILD" -t targets all 2>/dev/null | grep -q "^kiln_bench_gpu_eager:" &&
+    step "build kiln_bench_gpu_eager" 30 180 ninja -C "$BUILD" -j "$JOBS" kiln_bench_gpu_eager && EAGER_BENCH=$BUILD/kiln_bench_gpu_eager
   [ "$PY" = ON ] && grep -q "KILN_BUILD_PYTHON:BOOL=ON" "$BUILD/CMakeCache.txt" &&
     step "build the Python extension" 30 180 ninja -C "$BUILD" -j "$JOBS" _C
 fi
@@ -144,6 +147,13 @@ elif [ -f bench/gpu_tile.py ]; then
   step "kiln benchmark bench/gpu_tile.py" 30 180 bash -c "set -o pipefail; PYTHONPATH=python python3 bench/gpu_tile.py | tee -a '$KILN_OUT'"
 else
   note "kiln GPU benchmarks" "none in this tree (bench/gpu_tile[.py] absent)"
+fi
+# Eager CUDA tensors: the first use of an op on a disk cache of its own, cold then warm (a fresh
+# process each), and the row workloads in eager.
+if [ -n "${EAGER_BENCH:-}" ] && [ -x "$EAGER_BENCH" ]; then
+  EAGER_CACHE=$(mktemp -d)/kiln-cache
+  step "kiln eager benchmark (cold cache)" 30 150 bash -c "set -o pipefail; KILN_CACHE_DIR='$EAGER_CACHE' '$EAGER_BENCH' --cache cold | tee -a '$KILN_OUT'"
+  step "kiln eager benchmark (warm cache)" 20 120 bash -c "set -o pipefail; KILN_CACHE_DIR='$EAGER_CACHE' '$EAGER_BENCH' --cache warm --reps 5 | tee -a '$KILN_OUT'"
 fi
 PEER=""
 for p in "${KILN_PEER:-}" ../shared/bench/peer_torch.py shared/bench/peer_torch.py .gpu-deps/peer_torch.py; do
@@ -193,7 +203,7 @@ if ct is not None:
     lines += ["`ctest -L gpu`:", "```"] + keep[-60:] + ["```"]
 gt = section("kiln_tests", "kiln_tests *Cuda*")
 if gt is not None:
-    keep = list(dict.fromkeys(l for l in gt if re.search(r"PASSED|FAILED|SKIPPED|tests? ran|Failure|no CUDA GPU|^cuda:0|ms by events", l)))
+    keep = list(dict.fromkeys(l for l in gt if re.search(r"PASSED|FAILED|SKIPPED|tests? ran|Failure|no CUDA GPU|^cuda:0|ms by events|eager cuda \]", l)))
     lines += ["", "`kiln_tests --gtest_filter=*Cuda*` (the tile CUDA tests among them):", "```"] + keep[-60:] + ["```"]
 ms = section("compute-sanitizer", "compute-sanitizer memcheck")
 if ms is not None:
