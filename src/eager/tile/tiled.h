@@ -12,6 +12,7 @@
 #include <kiln/tensor.h>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,10 @@ std::vector<Tensor> copy(const ops::Args& a, const std::vector<TensorSpec>& spec
 std::vector<Tensor> creation(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 // gather, index_select, scatter, scatter_add and index_put (src/eager/tile/indexing.cc).
 std::vector<Tensor> indexing(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
+// softmax and log_softmax over the last dim and layer_norm, one program per row; nullopt where
+// the call is not one of those (another dim, rows over 16384, integer dtypes): the caller runs
+// the decomposition.
+std::optional<std::vector<Tensor>> rows(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 // sum, prod, amax and amin over any dims.
 std::vector<Tensor> reduction(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 

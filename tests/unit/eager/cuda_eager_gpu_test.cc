@@ -48,6 +48,17 @@ TEST(CudaGpuEager, CompositesRunTheirDecompositionOnTheGpu) {
   Tensor g = x.to(kGpu);
   test::expect_same(softmax(g, -1), softmax(x, -1), 1e-5, "softmax");
   test::expect_same(log_softmax(g, 1), log_softmax(x, 1), 1e-5, "log_softmax");
+  test::expect_same(softmax(g, 0), softmax(x, 0), 1e-5, "softmax over dim 0 (the decomposition)");
+  test::expect_same(softmax(test::rand_t({3, 20000}, kFloat32).to(kGpu), -1).cpu().sum(std::vector<int64_t>{1}),
+                    ones({3}, kFloat32), 1e-5, "softmax of long rows (the decomposition)");
+  // layer_norm's one-kernel form, and its gradient (the derivative formula's ops) on the GPU.
+  const Tensor w = test::rand_t({300}, kFloat32), bias = test::rand_t({300}, kFloat32);
+  Tensor xg = g.detach().requires_grad_(true), xc = x.detach().requires_grad_(true);
+  Tensor yg = layer_norm(xg, {300}, w.to(kGpu), bias.to(kGpu)), yc = layer_norm(xc, {300}, w, bias);
+  test::expect_same(yg, yc, 1e-5, "layer_norm");
+  (yg * yg).sum().backward();
+  (yc * yc).sum().backward();
+  test::expect_same(xg.grad(), xc.grad(), 1e-4, "d layer_norm");
   test::expect_same(gelu(g), gelu(x), 1e-5, "gelu");
   test::expect_same(mean(g, std::vector<int64_t>{0}), mean(x, std::vector<int64_t>{0}), 1e-5, "mean");
   test::expect_same(relu(g) * 2 + 1, relu(x) * 2 + 1, 1e-6, "relu * 2 + 1");

@@ -55,6 +55,7 @@ inline std::vector<Tensor> run_tiled(const ops::Args& a, const eager::tiled::Run
     case ops::OpFamily::CREATION: return eager::tiled::creation(a, specs, run);
     case ops::OpFamily::MUTATION: return eager::tiled::copy(a, specs, run);
     case ops::OpFamily::INDEXING: return eager::tiled::indexing(a, specs, run);
+    case ops::OpFamily::NN: return eager::tiled::rows(a, specs, run).value();
     case ops::OpFamily::LAYOUT: {
       const eager::CopyInto copy = [&](const Tensor& dst, const Tensor& src) { eager::tiled::copy_into(dst, src, run); };
       if (a.op == ops::OpId::cat) return eager::cat_by_copies(a, specs, copy);
@@ -182,6 +183,23 @@ inline std::vector<TiledCase> indexing_cases() {
   };
 }
 
+// softmax, log_softmax and layer_norm as one program per row: lengths off the block, 16-bit
+// inputs, softmax's dtype=, layer_norm over two dims, with and without its weight and bias.
+inline std::vector<TiledCase> row_cases() {
+  using ops::OpId;
+  const ops::Arg none = std::monostate{};
+  auto c = [](std::string n, OpId op, std::vector<ops::Arg> v, double tol) { return TiledCase{std::move(n), ops::Args{op, std::move(v)}, tol}; };
+  return {
+      c("softmax.f32", OpId::softmax, {rand_t({37, 45}, kFloat32, -8, 8), int64_t(-1), none}, 1e-6),
+      c("softmax.bf16_to_f32", OpId::softmax, {rand_t({6, 700}, kBFloat16), int64_t(1), kFloat32}, 1e-6),
+      c("softmax.bf16", OpId::softmax, {rand_t({3, 5, 129}, kBFloat16), int64_t(2), none}, 1e-2),
+      c("log_softmax.f64", OpId::log_softmax, {rand_t({5, 3000}, kFloat64), int64_t(-1), none}, 1e-12),
+      c("layer_norm.f32_affine", OpId::layer_norm, {rand_t({37, 45}, kFloat32), SymShape{45}, rand_t({45}, kFloat32), rand_t({45}, kFloat32), 1e-5}, 1e-5),
+      c("layer_norm.two_dims_plain", OpId::layer_norm, {rand_t({4, 5, 6}, kFloat32, -2, 2, "transposed"), SymShape{5, 6}, none, none, 1e-3}, 1e-5),
+      c("layer_norm.bf16_weight", OpId::layer_norm, {rand_t({9, 300}, kBFloat16), SymShape{300}, rand_t({300}, kBFloat16), none, 1e-5}, 2e-2),
+  };
+}
+
 inline std::vector<TiledCase> creation_cases() {
   using ops::OpId;
   const ops::Arg cpu = Device(kCPU);
@@ -228,7 +246,7 @@ inline std::vector<TiledCase> reduction_cases() {
 
 inline std::vector<TiledCase> tiled_cases() {
   std::vector<TiledCase> all;
-  for (auto* group : {prim_cases, layout_cases, copy_cases, layout_prim_cases, indexing_cases, creation_cases, reduction_cases})
+  for (auto* group : {prim_cases, layout_cases, copy_cases, layout_prim_cases, indexing_cases, row_cases, creation_cases, reduction_cases})
     for (TiledCase& c : group()) all.push_back(std::move(c));
   return all;
 }
