@@ -3,8 +3,11 @@
 //   example_gpt [--text FILE] [--layers 2] [--d 128] [--heads 4] [--ctx 128] [--batch 16]
 //               [--steps 600] [--lr 1e-3] [--minutes M] [--seed 0] [--checkpoint gpt.safetensors]
 //               [--sample 400] [--temperature 0.8] [--top-k 20] [--prompt TEXT]
-//               [--backend inductor|aot_eager|eager|none]
+//               [--backend inductor|aot_eager|eager|none] [--device auto|cpu|cuda]
 //
+// --device auto (the default) trains on the GPU when there is one (eager CUDA tensors: the
+// compiler does not target CUDA yet, so there the step runs eagerly, as --backend none), else on
+// the CPU.
 // The whole training step (forward, loss, backward, gradient clipping, AdamW) runs through
 // kiln::compile, captured once as one graph; --backend picks what runs it: "inductor" (the
 // default) generates fused C++ kernels for it (docs/compiler.md), "aot_eager" runs the joint
@@ -38,6 +41,8 @@ struct Args {
   std::string checkpoint = "gpt.safetensors";
   std::string prompt = "\n";
   std::string backend = "inductor";  // compile()'s backend for the training step; "none": eager
+  bool backend_given = false;
+  std::string device = "auto";
   int64_t layers = 2, d = 128, heads = 4, ctx = 128, batch = 16, steps = 600, sample = 400, top_k = 20;
   double lr = 1e-3, minutes = 0, temperature = 0.8;
   uint64_t seed = 0;
@@ -57,7 +62,8 @@ Args parse(int argc, char** argv) {
     if (k == "--text") a.text = next();
     else if (k == "--checkpoint") a.checkpoint = next();
     else if (k == "--prompt") a.prompt = next();
-    else if (k == "--backend") a.backend = next();
+    else if (k == "--backend") a.backend = next(), a.backend_given = true;
+    else if (k == "--device") a.device = next();
     else if (k == "--layers") a.layers = std::stoll(next());
     else if (k == "--d") a.d = std::stoll(next());
     else if (k == "--heads") a.heads = std::stoll(next());
@@ -99,7 +105,7 @@ double unigram_entropy(const std::vector<int64_t>& ids, size_t vocab) {
 }
 
 // A batch of random windows: inputs [B, T] and the next characters as targets.
-std::pair<Tensor, Tensor> batch(const std::vector<int64_t>& ids, int64_t B, int64_t T, std::mt19937_64& rng) {
+std::pair<Tensor, Tensor> batch(const std::vector<int64_t>& ids, int64_t B, int64_t T, std::mt19937_64& rng, Device dev) {
   std::uniform_int_distribution<int64_t> pick(0, int64_t(ids.size()) - T - 2);
   std::vector<int64_t> x, y;
   for (int64_t b = 0; b < B; ++b) {
@@ -107,16 +113,16 @@ std::pair<Tensor, Tensor> batch(const std::vector<int64_t>& ids, int64_t B, int6
     x.insert(x.end(), ids.begin() + o, ids.begin() + o + T);
     y.insert(y.end(), ids.begin() + o + 1, ids.begin() + o + T + 1);
   }
-  return {tensor(x, {B, T}), tensor(y, {B, T})};
+  return {tensor(x, {B, T}).to(dev), tensor(y, {B, T}).to(dev)};
 }
 
-double evaluate(gpt::GPT& model, const std::vector<int64_t>& ids, int64_t B, int64_t T, std::mt19937_64& rng) {
+double evaluate(gpt::GPT& model, const std::vector<int64_t>& ids, int64_t B, int64_t T, std::mt19937_64& rng, Device dev) {
   NoGradGuard no_grad;
   model->eval();
   double total = 0;
   const int rounds = 4;
   for (int i = 0; i < rounds; ++i) {
-    auto [x, y] = batch(ids, B, T, rng);
+    auto [x, y] = batch(ids, B, T, rng, dev);
     total += model->loss(x, y).item<double>();
   }
   model->train();
@@ -150,7 +156,14 @@ std::string generate(gpt::GPT& model, const Vocab& v, const std::string& prompt,
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Args args = parse(argc, argv);
+  Args args = parse(argc, argv);
+  if (args.device == "cuda" && !cuda::is_available()) {
+    std::fprintf(stderr, "--device cuda: no CUDA GPU: %s\n", cuda::unavailable_reason().c_str());
+    return 1;
+  }
+  const Device dev = args.device == "cuda" || (args.device == "auto" && cuda::is_available()) ? Device("cuda") : kCPU;
+  if (dev.is_cuda() && !args.backend_given) args.backend = "none";  // (the compiler targets the CPU only, for now)
+  if (dev.is_cuda()) std::printf("device: %s (%s), the step runs eagerly\n", dev.str().c_str(), cuda::get_device_name().c_str());
   std::ifstream f(args.text, std::ios::binary);
   if (!f) {
     std::fprintf(stderr, "cannot read %s (pass --text FILE)\n", args.text.c_str());
@@ -169,6 +182,7 @@ int main(int argc, char** argv) {
   gpt::Config cfg{.vocab = int64_t(vocab.chars.size()), .ctx = args.ctx, .d = args.d, .heads = args.heads, .layers = args.layers};
   gpt::GPT model(cfg);
   model->init_gpt2_weights();
+  model->to(dev);  // (initialized on the CPU: the same weights for a seed on either device)
   int64_t nparams = 0;
   for (const Tensor& p : model->parameters()) nparams += p.numel();
   std::printf("model: %lld layers, d %lld, %lld heads, context %lld: %lld parameters\n", (long long)cfg.layers,
@@ -197,7 +211,7 @@ int main(int argc, char** argv) {
   auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(); };
   int64_t tokens = 0;
   for (int64_t step = 1; step <= args.steps; ++step) {
-    auto [x, y] = batch(train_ids, args.batch, args.ctx, rng);
+    auto [x, y] = batch(train_ids, args.batch, args.ctx, rng, dev);
     opt.zero_grad();
     Tensor loss = args.backend == "none" ? train_step(x, y) : compiled_step(x, y);
     schedule->step();
@@ -206,7 +220,7 @@ int main(int argc, char** argv) {
     if (step % 25 == 0 || step == 1 || step == args.steps || out_of_time) {
       std::printf("step %5lld  loss %.4f", (long long)step, loss.item<double>());
       if (step % 100 == 0 || step == args.steps || out_of_time)
-        std::printf("  val %.4f", evaluate(model, val_ids, args.batch, args.ctx, rng));
+        std::printf("  val %.4f", evaluate(model, val_ids, args.batch, args.ctx, rng, dev));
       std::printf("  %.0f tokens/s  %.0fs\n", double(tokens) / elapsed(), elapsed());
       std::fflush(stdout);
     }
@@ -220,6 +234,7 @@ int main(int argc, char** argv) {
   }
 
   TensorMap state = model->state_dict();
+  for (auto& [name, t] : state) t = t.cpu();  // (the file holds host memory; a no-op on the CPU)
   save_safetensors(state, args.checkpoint,
                    {{"vocab", vocab.chars}, {"layers", std::to_string(cfg.layers)}, {"d", std::to_string(cfg.d)},
                     {"heads", std::to_string(cfg.heads)}, {"ctx", std::to_string(cfg.ctx)}});

@@ -75,7 +75,7 @@ class GPTImpl : public nn::Module {
     const int64_t T = idx.size(1);
     KILN_CHECK_HINT(T <= config.ctx, "crop the input to the context length", "GPT: sequence of ", T,
                     " tokens is longer than the context (", config.ctx, ")");
-    Tensor x = wte(idx) + wpe(arange(0, T));
+    Tensor x = wte(idx) + wpe(arange(0, T, 1, kInt64, idx.device()));
     for (size_t i = 0; i < blocks->size(); ++i) x = blocks->at<Block>(i)(x);
     return head(lnf(x));
   }
