@@ -90,7 +90,7 @@ std::vector<Tensor> reduction_kernel(const ops::Args& a, const std::vector<Tenso
   }
   using ops::OpId;
   for (OpId op : {OpId::empty, OpId::full, OpId::iota}) ops::register_kernel(op, DeviceType::CUDA, creation_kernel);
-  for (OpId op : {OpId::sum, OpId::prod, OpId::amax, OpId::amin}) ops::register_kernel(op, DeviceType::CUDA, reduction_kernel);
+  for (OpId op : {OpId::sum, OpId::prod, OpId::amax, OpId::amin, OpId::argmax, OpId::argmin}) ops::register_kernel(op, DeviceType::CUDA, reduction_kernel);
   ops::register_kernel(OpId::copy_, DeviceType::CUDA, copy_kernel);
   for (OpId op : {OpId::gather, OpId::index_select, OpId::scatter, OpId::scatter_add, OpId::index_put})
     ops::register_kernel(op, DeviceType::CUDA, indexing_kernel);

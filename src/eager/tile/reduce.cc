@@ -58,10 +58,59 @@ Scalar identity(OpId op, DType acc) {
 // Floats accumulate in f32 (f64 for f64); integers in their own width (at least 32 bits), so a
 // sum wraps as the CPU's does; bool extrema in i32.
 DType accumulator(OpId op, DType in, DType out) {
+  if (op == OpId::argmax || op == OpId::argmin) return in == kFloat64 ? kFloat64 : is_floating(in) ? kFloat32 : in == kInt64 ? kInt64 : kInt32;
   const DType d = op == OpId::sum || op == OpId::prod ? out : in;
   if (d == kFloat64) return kFloat64;
   if (is_floating(d)) return kFloat32;
   return d == kInt64 ? kInt64 : kInt32;
+}
+
+// argmax / argmin: each lane of the block carries the best value it has seen and its index
+// (the first one: a later equal value does not replace it; NaN counts as the extreme, the first
+// NaN stays); then the lanes meet: the smallest index among the NaN lanes, else among the lanes
+// holding the extreme. An index of `none` marks a lane that has seen nothing.
+template <class Offset>
+void store_arg_extreme(tile::Builder& b, const ReduceKernel& k, tile::Val x, tile::Val out, tile::Val o, tile::Val o_mask,
+                       tile::Val o_mask2, tile::Val o_off, tile::Val n_red, const std::vector<int64_t>& shape, int red_axis,
+                       const Offset& red_offset) {
+  const DType index = k.wide ? kInt64 : kInt32;
+  const bool is_max = k.op == OpId::argmax, real = is_floating(k.acc);
+  const Scalar none = k.wide ? Scalar(std::numeric_limits<int64_t>::max()) : Scalar(int64_t(std::numeric_limits<int32_t>::max()));
+  // (red_axis is where a 1-D block of the reduced dim is expanded: the reduced axis is the other)
+  const int axis = 1 - red_axis;
+  const int64_t RBLOCK = shape[size_t(axis)];
+  tile::Val init_v = b.full(shape, real ? Scalar(0.0) : Scalar(int64_t(0)), k.acc), init_i = b.full(shape, none, index);
+  std::vector<tile::Val> best = b.for_loop(0, n_red, RBLOCK, {init_v, init_i}, [&](tile::Val r0, const std::vector<tile::Val>& c) {
+    tile::Val r = r0 + b.arange(0, RBLOCK);
+    if (k.wide) r = r.to(kInt64);
+    tile::Val rb = r.expand_dims(red_axis);
+    tile::Val m = o_mask2 & (r < n_red).expand_dims(red_axis);
+    tile::Val v = b.cast(b.load(x + o_off + red_offset(r).expand_dims(red_axis), m), k.acc);
+    const tile::Val &old_v = c[0], &old_i = c[1];
+    tile::Val better = is_max ? v > old_v : v < old_v;
+    if (real) better = better | (b.isnan(v) & !b.isnan(old_v));
+    tile::Val take = m & ((old_i == b.constant(none, index)) | better);
+    return std::vector<tile::Val>{b.where(take, v, old_v), b.where(take, rb, old_i)};
+  });
+  const tile::Val& val = best[0];
+  const tile::Val& idx = best[1];
+  tile::Val seen = idx != b.constant(none, index);
+  tile::Val pick;
+  if (real) {
+    tile::Val nan = b.isnan(val) & seen;
+    tile::Val nan_idx = b.min(b.where(nan, idx, b.constant(none, index)), axis);
+    tile::Val plain = b.where(b.isnan(val), b.constant(Scalar(is_max ? -INFINITY : INFINITY), k.acc), val);
+    tile::Val ext = is_max ? b.max(b.where(seen, plain, b.constant(Scalar(-INFINITY), k.acc)), axis)
+                           : b.min(b.where(seen, plain, b.constant(Scalar(INFINITY), k.acc)), axis);
+    tile::Val eq_idx = b.min(b.where(seen & (plain == ext.expand_dims(axis)), idx, b.constant(none, index)), axis);
+    pick = b.where(nan_idx != b.constant(none, index), nan_idx, eq_idx);
+  } else {
+    // Unseen lanes hold the extreme's identity, so they never win.
+    tile::Val lanes = b.where(seen, val, b.constant(identity(is_max ? OpId::amax : OpId::amin, k.acc), k.acc));
+    tile::Val ext = is_max ? b.max(lanes, axis) : b.min(lanes, axis);
+    pick = b.min(b.where(seen & (lanes == ext.expand_dims(axis)), idx, b.constant(none, index)), axis);
+  }
+  b.store(out + o, b.cast(pick, kInt64), o_mask);
 }
 
 tile::Program build(const ReduceKernel& k) {
@@ -87,6 +136,11 @@ tile::Program build(const ReduceKernel& k) {
   tile::Val o_off = offset(o, keep_size, keep_stride).expand_dims(out_axis);
   tile::Val o_mask2 = o_mask.expand_dims(out_axis);
   const std::vector<int64_t> shape = k.rows ? std::vector<int64_t>{XBLOCK, RBLOCK} : std::vector<int64_t>{RBLOCK, XBLOCK};
+  if (k.op == OpId::argmax || k.op == OpId::argmin) {
+    store_arg_extreme(b, k, x, out, o, o_mask, o_mask2, o_off, n_red, shape, red_axis,
+                      [&](tile::Val r) { return offset(r, red_size, red_stride); });
+    return b.finish();
+  }
   const Scalar id = identity(k.op, k.acc);
   tile::Val init = b.full(shape, id, k.acc);
   tile::Val acc = b.for_loop(0, n_red, RBLOCK, {init}, [&](tile::Val r0, const std::vector<tile::Val>& carried) {
@@ -117,11 +171,16 @@ int64_t pow2_at_least(int64_t n) {
 }  // namespace
 
 std::vector<Tensor> reduction(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run) {
-  const ops::args::amax r{a};  // sum's, prod's and amin's first arguments too
   Tensor out = make_tensor(specs.at(0));
-  const Tensor& x = r.self();
-  auto dim = r.dim();
-  if (dim && dim->empty()) dim.reset();
+  const bool arg = a.op == OpId::argmax || a.op == OpId::argmin;
+  const Tensor& x = a.tensor(0);
+  std::optional<std::vector<int64_t>> dim;  // none: every dim
+  if (arg) {
+    if (const auto d = ops::args::argmax{a}.dim()) dim = std::vector<int64_t>{*d};
+  } else {
+    dim = ops::args::amax{a}.dim();  // (sum's, prod's and amin's first arguments too)
+    if (dim && dim->empty()) dim.reset();
+  }
   const std::vector<int64_t> dims = ops::wrap_dims(dim, x.dim());
   Shape keep_sizes, keep_strides, red_sizes, red_strides;
   for (int64_t d = 0; d < x.dim(); ++d) {

@@ -66,7 +66,7 @@ std::vector<Tensor> indexing(const ops::Args& a, const std::vector<TensorSpec>& 
 // the call is not one of those (another dim, rows over 16384, integer dtypes): the caller runs
 // the decomposition.
 std::optional<std::vector<Tensor>> rows(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
-// sum, prod, amax and amin over any dims.
+// sum, prod, amax and amin over any dims; argmax and argmin over one dim or all.
 std::vector<Tensor> reduction(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 
 // --- layouts (shared by the kernels above; exposed for the tests)

@@ -241,6 +241,15 @@ inline std::vector<TiledCase> reduction_cases() {
       c("amax.i64_all", OpId::amax, {rand_t({1000}, kInt64, -1e6, 1e6), Dims{}, false}),
       c("amin.bool", OpId::amin, {rand_t({37, 45}, kBool), Dims{1}, true}),
       c("amax.f16_0d", OpId::amax, {tensor<float>({3.5f}).reshape({}).to(kFloat16), Dims{}, false}),
+      // argmax / argmin: ties (small integers: the first index wins), NaN (the first NaN wins),
+      // rows longer than a block, a kept contiguous dim, every dim at once, -inf everywhere.
+      c("argmax.rows_ties", OpId::argmax, {rand_t({37, 2000}, kInt32, -3, 3), int64_t(1), false}),
+      c("argmin.cols_ties", OpId::argmin, {rand_t({40, 37}, kInt64, -3, 3), int64_t(0), true}),
+      c("argmax.nan", OpId::argmax, {nan, int64_t(-1), false}),
+      c("argmin.nan_cols", OpId::argmin, {nan, int64_t(0), false}),
+      c("argmax.all_bf16", OpId::argmax, {rand_t({30, 50}, kBFloat16, -2, 2, "transposed"), none, false}),
+      c("argmin.all_minus_inf", OpId::argmin, {full({3, 5}, -INFINITY, kFloat32), none, false}),
+      c("argmax.bool", OpId::argmax, {rand_t({9, 33}, kBool), int64_t(1), false}),
   };
 }
 
