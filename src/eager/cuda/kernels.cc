@@ -78,6 +78,9 @@ std::vector<Tensor> rows_kernel(const ops::Args& a, const std::vector<TensorSpec
   if (std::optional<std::vector<Tensor>> r = tiled::rows(a, specs, run_on_cuda)) return *std::move(r);
   return ops::op_info(a.op).decomp(a);
 }
+std::vector<Tensor> scan_kernel(const ops::Args& a, const std::vector<TensorSpec>& specs) {
+  return tiled::scan(a, specs, run_on_cuda);
+}
 std::vector<Tensor> reduction_kernel(const ops::Args& a, const std::vector<TensorSpec>& specs) {
   return tiled::reduction(a, specs, run_on_cuda);
 }
@@ -95,6 +98,7 @@ std::vector<Tensor> reduction_kernel(const ops::Args& a, const std::vector<Tenso
   for (OpId op : {OpId::gather, OpId::index_select, OpId::scatter, OpId::scatter_add, OpId::index_put})
     ops::register_kernel(op, DeviceType::CUDA, indexing_kernel);
   for (OpId op : {OpId::softmax, OpId::log_softmax, OpId::layer_norm}) ops::register_kernel(op, DeviceType::CUDA, rows_kernel);
+  for (OpId op : {OpId::cumsum, OpId::cumprod}) ops::register_kernel(op, DeviceType::CUDA, scan_kernel);
   ops::register_kernel(OpId::cat, DeviceType::CUDA, cat_kernel);
   ops::register_kernel(OpId::constant_pad, DeviceType::CUDA, constant_pad_kernel);
   ops::register_kernel(OpId::flip, DeviceType::CUDA, flip_kernel);

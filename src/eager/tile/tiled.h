@@ -66,6 +66,8 @@ std::vector<Tensor> indexing(const ops::Args& a, const std::vector<TensorSpec>& 
 // the call is not one of those (another dim, rows over 16384, integer dtypes): the caller runs
 // the decomposition.
 std::optional<std::vector<Tensor>> rows(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
+// cumsum and cumprod along a dim (src/eager/tile/scan.cc).
+std::vector<Tensor> scan(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 // sum, prod, amax and amin over any dims; argmax and argmin over one dim or all.
 std::vector<Tensor> reduction(const ops::Args& a, const std::vector<TensorSpec>& specs, const Runner& run);
 

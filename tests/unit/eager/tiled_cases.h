@@ -56,6 +56,7 @@ inline std::vector<Tensor> run_tiled(const ops::Args& a, const eager::tiled::Run
     case ops::OpFamily::MUTATION: return eager::tiled::copy(a, specs, run);
     case ops::OpFamily::INDEXING: return eager::tiled::indexing(a, specs, run);
     case ops::OpFamily::NN: return eager::tiled::rows(a, specs, run).value();
+    case ops::OpFamily::SCAN: return eager::tiled::scan(a, specs, run);
     case ops::OpFamily::LAYOUT: {
       const eager::CopyInto copy = [&](const Tensor& dst, const Tensor& src) { eager::tiled::copy_into(dst, src, run); };
       if (a.op == ops::OpId::cat) return eager::cat_by_copies(a, specs, copy);
@@ -200,6 +201,21 @@ inline std::vector<TiledCase> row_cases() {
   };
 }
 
+// cumsum and cumprod: lines longer than a block, along an outer dim, integer promotion, dtype=.
+inline std::vector<TiledCase> scan_cases() {
+  using ops::OpId;
+  const ops::Arg none = std::monostate{};
+  auto c = [](std::string n, OpId op, std::vector<ops::Arg> v, double tol) { return TiledCase{std::move(n), ops::Args{op, std::move(v)}, tol}; };
+  return {
+      c("cumsum.rows_long", OpId::cumsum, {rand_t({5, 700}, kFloat32), int64_t(1), none}, 1e-5),
+      c("cumsum.outer_dim", OpId::cumsum, {rand_t({30, 4, 3}, kFloat32, -2, 2, "transposed"), int64_t(0), none}, 1e-5),
+      c("cumsum.i32_to_i64", OpId::cumsum, {rand_t({3, 300}, kInt32, -100, 100), int64_t(-1), none}, 0),
+      c("cumsum.bf16_dtype_f32", OpId::cumsum, {rand_t({4, 50}, kBFloat16), int64_t(1), kFloat32}, 1e-5),
+      c("cumprod.f64", OpId::cumprod, {rand_t({6, 300}, kFloat64, 0.9, 1.1), int64_t(1), none}, 1e-12),
+      c("cumprod.i64", OpId::cumprod, {rand_t({7, 20}, kInt64, -3, 3), int64_t(0), none}, 0),
+  };
+}
+
 inline std::vector<TiledCase> creation_cases() {
   using ops::OpId;
   const ops::Arg cpu = Device(kCPU);
@@ -255,7 +271,7 @@ inline std::vector<TiledCase> reduction_cases() {
 
 inline std::vector<TiledCase> tiled_cases() {
   std::vector<TiledCase> all;
-  for (auto* group : {prim_cases, layout_cases, copy_cases, layout_prim_cases, indexing_cases, row_cases, creation_cases, reduction_cases})
+  for (auto* group : {prim_cases, layout_cases, copy_cases, layout_prim_cases, indexing_cases, row_cases, scan_cases, creation_cases, reduction_cases})
     for (TiledCase& c : group()) all.push_back(std::move(c));
   return all;
 }
