@@ -18,11 +18,7 @@ tile::Program build_iota(DType out_dtype, bool real, bool wide) {
   tile::Val n = b.arg_int("n", index);
   tile::Val start = real ? b.arg_float("start", kFloat64) : b.arg_int("start", kInt64);
   tile::Val step = real ? b.arg_float("step", kFloat64) : b.arg_int("step", kInt64);
-  const int64_t BLOCK = b.constexpr_int("BLOCK", kBlock);
-  b.set_num_warps(4);
-  tile::Val pid = b.program_id(0);
-  if (wide) pid = pid.to(kInt64);
-  tile::Val i = pid * BLOCK + b.arange(0, BLOCK);
+  tile::Val i = flat_block(b, kBlock, wide);
   tile::Val v = start + b.cast(i, math) * step;
   b.store(out + i, b.cast(v, out_dtype), i < n);
   return b.finish();

@@ -56,6 +56,14 @@ std::vector<tile::Val> int_args(tile::Builder& b, const std::string& name, int f
   return v;
 }
 
+tile::Val flat_block(tile::Builder& b, int64_t block, bool wide) {
+  const int64_t BLOCK = b.constexpr_int("BLOCK", block);
+  b.set_num_warps(4);
+  tile::Val pid = b.program_id(0);
+  if (wide) pid = pid.to(kInt64);
+  return pid * BLOCK + b.arange(0, BLOCK);
+}
+
 tile::Val offset_of(const std::vector<tile::Val>& coords, const std::vector<tile::Val>& strides) {
   tile::Val off = coords.at(0) * strides.at(0);
   for (size_t d = 1; d < strides.size(); ++d) off = off + coords[d] * strides[d];

@@ -56,12 +56,7 @@ tile::Program build(const IndexedKernel& k) {
     mul.push_back(b.arg_int("mul" + std::to_string(i), index));
     dim_size.push_back(b.arg_int("dim_size" + std::to_string(i), index));
   }
-  const int64_t BLOCK = b.constexpr_int("BLOCK", kBlock);
-  b.set_num_warps(4);
-
-  tile::Val pid = b.program_id(0);
-  if (k.wide) pid = pid.to(kInt64);
-  tile::Val lin = pid * BLOCK + b.arange(0, BLOCK);
+  tile::Val lin = flat_block(b, kBlock, k.wide);
   tile::Val mask = lin < n;
   const std::vector<tile::Val> coord = coordinates(b, lin, sizes);
   auto offset = [&](const std::vector<tile::Val>& strides) { return offset_of(coord, strides); };

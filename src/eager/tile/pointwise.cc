@@ -76,12 +76,7 @@ tile::Program build(const PointwiseKernel& k) {
   std::vector<std::vector<tile::Val>> in_strides(k.ins.size());
   for (size_t i = 0; i < k.ins.size(); ++i)
     if (k.ins[i].layout == Layout::Strided) in_strides[i] = strides_of("in" + std::to_string(i));
-  const int64_t BLOCK = b.constexpr_int("BLOCK", kBlock);
-  b.set_num_warps(4);
-
-  tile::Val pid = b.program_id(0);
-  if (k.wide) pid = pid.to(kInt64);
-  tile::Val lin = pid * BLOCK + b.arange(0, BLOCK);
+  tile::Val lin = flat_block(b, kBlock, k.wide);
   tile::Val mask = lin < n;
   // Coordinates along the collapsed dims, innermost last.
   const std::vector<tile::Val> coord = coords ? coordinates(b, lin, sizes) : std::vector<tile::Val>{};

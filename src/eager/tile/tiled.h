@@ -87,6 +87,9 @@ int64_t reach(const Shape& sizes, const Shape& strides);
 // In a program: the coordinates of linear index `i` over dims of `sizes` (innermost last; sizes[0]
 // is not needed, nor read), and a view's offset at coordinates (sum of coord * stride).
 std::vector<tile::Val> coordinates(tile::Builder& b, tile::Val i, const std::vector<tile::Val>& sizes);
+// The flat element indices of this program's block: program_id * BLOCK + [0, BLOCK), with the
+// BLOCK meta-parameter declared and 4 warps (i64 when `wide`).
+tile::Val flat_block(tile::Builder& b, int64_t block, bool wide);
 // Int parameters `name<from>` .. `name<to - 1>` (of dtype `d`), at their positions of a vector of `to`.
 std::vector<tile::Val> int_args(tile::Builder& b, const std::string& name, int from, int to, DType d);
 tile::Val offset_of(const std::vector<tile::Val>& coords, const std::vector<tile::Val>& strides);
