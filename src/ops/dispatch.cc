@@ -95,7 +95,7 @@ Device device_off_cpu(const Args& a) {
                runtime::find_device(dev.type)
                    ? "compute it on the CPU (.cpu(), then .to(device) for the result), or register a kernel for "
                      "the device (ops::register_kernel(op, DeviceType, fn), docs/devices.md)"
-                   : std::string("no device backend for ") + name(dev.type) + " is registered in this build");
+                   : runtime::no_device_message(dev.type));
 }
 
 // An in-place write must not store several values into one memory location (x.expand(3).add_(1)):

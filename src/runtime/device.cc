@@ -9,9 +9,14 @@ namespace kiln::runtime {
 namespace detail {
 DeviceInterface* g_devices[kNumDeviceTypes] = {};  // zero before any dynamic initialization
 
+// (a function's static: backends note their absence during static initialization)
+std::string& absent_reason(DeviceType type) {
+  static std::string reasons[kNumDeviceTypes];
+  return reasons[size_t(type)];
+}
+
 void fail_no_device(DeviceType type) {
-  kiln::detail::fail(std::string("no device backend for ") + name(type) + " is registered in this build",
-                     "keep the tensors on the CPU (the default device; .cpu() moves one back)");
+  kiln::detail::fail(no_device_message(type), "keep the tensors on the CPU (the default device; .cpu() moves one back)");
 }
 }  // namespace detail
 
@@ -39,6 +44,17 @@ void* DeviceInterface::load_module(const void*, size_t, int16_t) { unsupported("
 void DeviceInterface::unload_module(void*, int16_t) { unsupported("kernel modules"); }
 void* DeviceInterface::module_function(void*, const char*, int16_t) { unsupported("kernel modules"); }
 void DeviceInterface::launch(const Launch&, int16_t) { unsupported("kernel launch"); }
+
+std::string no_device_message(DeviceType type) {
+  const std::string& why = detail::absent_reason(type);
+  return std::string("no device backend for ") + name(type) +
+         (why.empty() ? std::string(" is registered in this build") : " on this machine: " + why);
+}
+
+bool note_device_absent(DeviceType type, const std::string& why) {
+  detail::absent_reason(type) = why;
+  return true;
+}
 
 bool register_device(DeviceType type, DeviceInterface* device) {
   KILN_CHECK(device, "register_device: null interface for ", name(type));

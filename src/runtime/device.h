@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace kiln::runtime {
 
@@ -88,6 +89,12 @@ class DeviceInterface {
 // Installs the interface of a device type (once per type; it must outlive every tensor on that
 // device). Returns true, for static registration: `static bool r = register_device(...)`.
 bool register_device(DeviceType type, DeviceInterface* device);
+// For a backend this build has but this machine cannot run (CUDA without its driver): why, said
+// in the "no device backend" error instead of "not in this build". Returns true, as above.
+bool note_device_absent(DeviceType type, const std::string& why);
+
+// "no device backend for cuda is registered in this build", or "... on this machine: <why>".
+std::string no_device_message(DeviceType type);
 
 namespace detail {
 extern DeviceInterface* g_devices[kNumDeviceTypes];

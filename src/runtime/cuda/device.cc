@@ -144,8 +144,9 @@ class CudaDevice final : public DeviceInterface {
 };
 
 // Never destroyed: tensors may free their storage during static destruction.
-[[maybe_unused]] const bool registered =
-    driver_loaded() && register_device(DeviceType::CUDA, new CudaDevice);
+// Where the driver does not load, the "no device backend" error says why (the paths tried).
+[[maybe_unused]] const bool registered = driver_loaded() ? register_device(DeviceType::CUDA, new CudaDevice)
+                                                         : note_device_absent(DeviceType::CUDA, unavailable_reason());
 
 }  // namespace
 }  // namespace kiln::runtime::cuda
