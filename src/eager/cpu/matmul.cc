@@ -8,60 +8,13 @@
 #include <optional>
 
 #include "eager/cpu/loops.h"
+#include "eager/matmul_operand.h"
 #include "ops/dispatch.h"
 
 namespace kiln::eager::cpu {
 namespace {
 
-// One operand seen as a batch of rows x cols matrices (element strides; batch strides aligned
-// to the output's batch shape, 0 where broadcast).
-struct Mat {
-  const char* base = nullptr;
-  int64_t rows = 0, cols = 0, rs = 0, cs = 0;
-  std::vector<int64_t> bst;
-  bool trans = false;  // BLAS layout: false = row-major with ld = rs, true = column-major with ld = cs
-  int64_t ld = 1;
-};
-
-Mat describe(const Tensor& t, bool left, const Shape& batch) {
-  Mat m;
-  m.base = t.numel() == 0 ? nullptr : static_cast<const char*>(t.data_ptr());
-  const int64_t nd = t.dim();
-  if (nd == 1) {  // a vector: a row on the left, a column on the right
-    m.rows = left ? 1 : t.size(0);
-    m.cols = left ? t.size(0) : 1;
-    m.rs = left ? 0 : t.stride(0);
-    m.cs = left ? t.stride(0) : 0;
-  } else {
-    m.rows = t.size(-2);
-    m.cols = t.size(-1);
-    m.rs = t.stride(-2);
-    m.cs = t.stride(-1);
-  }
-  m.bst.assign(batch.size(), 0);
-  const int64_t tb = std::max<int64_t>(nd - 2, 0);
-  for (int64_t d = 0; d < tb; ++d) {
-    const size_t od = batch.size() - size_t(tb) + size_t(d);
-    m.bst[od] = t.size(d) == 1 ? 0 : t.stride(d);
-  }
-  return m;
-}
-
-// Whether gemm can read the matrix in place; sets trans/ld. Size-1 dims have free strides.
-bool blas_layout(Mat& m) {
-  const int64_t r = m.rows, c = m.cols;
-  if ((c == 1 || m.cs == 1) && (r == 1 || m.rs >= std::max<int64_t>(c, 1))) {
-    m.trans = false;
-    m.ld = r == 1 ? std::max<int64_t>(c, 1) : m.rs;
-    return m.ld <= INT_MAX;
-  }
-  if ((r == 1 || m.rs == 1) && (c == 1 || m.cs >= std::max<int64_t>(r, 1))) {
-    m.trans = true;
-    m.ld = c == 1 ? std::max<int64_t>(r, 1) : m.cs;
-    return m.ld <= INT_MAX;
-  }
-  return false;
-}
+using Mat = MatmulOperand;
 
 // Element offset of each batch (row-major over the batch shape).
 std::vector<int64_t> batch_offsets(const Shape& batch, const std::vector<int64_t>& bst) {
@@ -81,20 +34,20 @@ std::vector<int64_t> batch_offsets(const Shape& batch, const std::vector<int64_t
 // If x's batch dims stack onto its rows with one row stride (and y has no batch), the whole
 // product is a single gemm with rows = batches * rows; returns that row stride.
 std::optional<int64_t> rows_stack(const Mat& x, const Mat& y, const Shape& batch) {
-  for (int64_t s : y.bst)
+  for (int64_t s : y.batch_strides)
     if (s != 0) return std::nullopt;
-  if (x.cs != 1 && x.cols != 1) return std::nullopt;
-  int64_t stride = x.rs, expect = -1;
+  if (x.col_stride != 1 && x.cols != 1) return std::nullopt;
+  int64_t stride = x.row_stride, expect = -1;
   if (x.rows == 1) {  // the row stride is the innermost batch stride
     for (size_t d = batch.size(); d-- > 0 && expect < 0;)
-      if (batch[d] != 1) expect = stride = x.bst[d];
+      if (batch[d] != 1) expect = stride = x.batch_strides[d];
   } else {
-    expect = x.rs * x.rows;
+    expect = x.row_stride * x.rows;
   }
   if (stride < std::max<int64_t>(x.cols, 1) || stride > INT_MAX) return std::nullopt;
   for (size_t d = batch.size(); d-- > 0;) {
     if (batch[d] == 1) continue;
-    if (x.bst[d] != expect) return std::nullopt;
+    if (x.batch_strides[d] != expect) return std::nullopt;
     expect *= batch[d];
   }
   return stride;
@@ -102,7 +55,7 @@ std::optional<int64_t> rows_stack(const Mat& x, const Mat& y, const Shape& batch
 
 template <class T>
 void gemm(const Mat& x, const Mat& y, int64_t m, int64_t n, int64_t k, const T* a, const T* b, T* c) {
-  const auto ta = x.trans ? CblasTrans : CblasNoTrans, tb = y.trans ? CblasTrans : CblasNoTrans;
+  const auto ta = x.col_major ? CblasTrans : CblasNoTrans, tb = y.col_major ? CblasTrans : CblasNoTrans;
   if constexpr (std::is_same_v<T, float>)
     cblas_sgemm(CblasRowMajor, ta, tb, int(m), int(n), int(k), 1.0f, a, int(x.ld), b, int(y.ld), 0.0f, c, int(n));
   else
@@ -111,9 +64,9 @@ void gemm(const Mat& x, const Mat& y, int64_t m, int64_t n, int64_t k, const T* 
 
 template <class T>
 void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
-  Mat mx = describe(x, true, batch), my = describe(y, false, batch);
-  if (!blas_layout(mx)) mx = describe(x = x.contiguous(), true, batch), blas_layout(mx);
-  if (!blas_layout(my)) my = describe(y = y.contiguous(), false, batch), blas_layout(my);
+  Mat mx = matmul_operand(x, true, batch), my = matmul_operand(y, false, batch);
+  if (!read_in_place(mx)) mx = matmul_operand(x = x.contiguous(), true, batch), read_in_place(mx);
+  if (!read_in_place(my)) my = matmul_operand(y = y.contiguous(), false, batch), read_in_place(my);
   const int64_t m = mx.rows, k = mx.cols, n = my.cols, nb = numel_of(batch);
   T* o = out.data<T>();
   const T* a = reinterpret_cast<const T*>(mx.base);
@@ -121,13 +74,13 @@ void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
   if (auto stride = nb > 1 ? rows_stack(mx, my, batch) : std::nullopt)
     if (nb * m <= INT_MAX && n <= INT_MAX && k <= INT_MAX) {
       Mat stacked = mx;
-      stacked.trans = false;
+      stacked.col_major = false;
       stacked.ld = *stride;
       gemm<T>(stacked, my, nb * m, n, k, a, b, o);
       return;
     }
   KILN_CHECK(m <= INT_MAX && n <= INT_MAX && k <= INT_MAX, "matmul: matrix too large for BLAS");
-  const std::vector<int64_t> ox = batch_offsets(batch, mx.bst), oy = batch_offsets(batch, my.bst);
+  const std::vector<int64_t> ox = batch_offsets(batch, mx.batch_strides), oy = batch_offsets(batch, my.batch_strides);
   // Batches of small or mid-sized products (attention's per-head products, 256x256x64): one
   // thread per product, each gemm single-threaded (OpenBLAS's threads inside a product this
   // small cost more to start and synchronise than they save). A few large products: one at a
@@ -149,9 +102,9 @@ void blas_matmul(Tensor x, Tensor y, const Tensor& out, const Shape& batch) {
 
 template <class T>
 void loop_matmul(const Tensor& x, const Tensor& y, const Tensor& out, const Shape& batch) {
-  const Mat mx = describe(x, true, batch), my = describe(y, false, batch);
+  const Mat mx = matmul_operand(x, true, batch), my = matmul_operand(y, false, batch);
   const int64_t m = mx.rows, k = mx.cols, n = my.cols, nb = numel_of(batch);
-  const std::vector<int64_t> ox = batch_offsets(batch, mx.bst), oy = batch_offsets(batch, my.bst);
+  const std::vector<int64_t> ox = batch_offsets(batch, mx.batch_strides), oy = batch_offsets(batch, my.batch_strides);
   const T* a = reinterpret_cast<const T*>(mx.base);
   const T* b = reinterpret_cast<const T*>(my.base);
   T* o = out.data<T>();
@@ -160,11 +113,11 @@ void loop_matmul(const Tensor& x, const Tensor& y, const Tensor& out, const Shap
   for (int64_t bi = 0; bi < nb * m; ++bi) {
     const int64_t bt = bi / m, i = bi % m;
     std::vector<uint64_t> acc(size_t(n), 0);
-    const T* arow = a + ox[size_t(bt)] + i * mx.rs;
+    const T* arow = a + ox[size_t(bt)] + i * mx.row_stride;
     for (int64_t kk = 0; kk < k; ++kk) {
-      const uint64_t av = uint64_t(int64_t(arow[kk * mx.cs]));
-      const T* brow = b + oy[size_t(bt)] + kk * my.rs;
-      for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += av * uint64_t(int64_t(brow[j * my.cs]));
+      const uint64_t av = uint64_t(int64_t(arow[kk * mx.col_stride]));
+      const T* brow = b + oy[size_t(bt)] + kk * my.row_stride;
+      for (int64_t j = 0; j < n; ++j) acc[size_t(j)] += av * uint64_t(int64_t(brow[j * my.col_stride]));
     }
     T* orow = o + bi * n;
     for (int64_t j = 0; j < n; ++j) orow[j] = T(int64_t(acc[size_t(j)]));

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/tensor_impl.h"
+#include "eager/matmul_operand.h"
 #include "ops/dispatch.h"
 #include "runtime/cuda/cublas_lt.h"
 #include "runtime/cuda/driver.h"
@@ -20,62 +21,16 @@ namespace {
 namespace rc = runtime::cuda;
 namespace lt = runtime::cuda::blaslt;
 
-// One operand as a batch of rows x cols matrices (element strides), its batch strides lined up
-// with the output's batch dims (0 where it broadcasts).
-struct Operand {
-  const char* base = nullptr;
-  int64_t rows = 0, cols = 0, row_stride = 0, col_stride = 0;
-  Shape batch_strides;
-  // How cuBLAS reads the matrix: row-major with ld the row stride, or (col_major) column-major
-  // with ld the column stride.
-  bool col_major = false;
-  int64_t ld = 1;
-};
-
-Operand operand(const Tensor& t, bool left, const Shape& batch) {
-  Operand o;
-  o.base = static_cast<const char*>(t.data_ptr());
-  if (t.dim() == 1) {  // a vector: a row on the left, a column on the right
-    o.rows = left ? 1 : t.size(0);
-    o.cols = left ? t.size(0) : 1;
-    (left ? o.col_stride : o.row_stride) = t.stride(0);
-  } else {
-    o.rows = t.size(-2);
-    o.cols = t.size(-1);
-    o.row_stride = t.stride(-2);
-    o.col_stride = t.stride(-1);
-  }
-  o.batch_strides.assign(batch.size(), 0);
-  const int64_t own = std::max<int64_t>(t.dim() - 2, 0);
-  for (int64_t d = 0; d < own; ++d)
-    if (t.size(d) != 1) o.batch_strides[batch.size() - size_t(own) + size_t(d)] = t.stride(d);
-  return o;
-}
-
-// Whether cuBLAS can read the matrix where it is: one stride 1, the other at least the extent
-// along the first (the stride of a size-1 dim is free). Sets col_major and ld.
-bool readable_in_place(Operand& o) {
-  if ((o.cols == 1 || o.col_stride == 1) && (o.rows == 1 || o.row_stride >= o.cols)) {
-    o.col_major = false;
-    o.ld = o.rows == 1 ? o.cols : o.row_stride;
-    return true;
-  }
-  if ((o.rows == 1 || o.row_stride == 1) && (o.cols == 1 || o.col_stride >= o.rows)) {
-    o.col_major = true;
-    o.ld = o.cols == 1 ? o.rows : o.col_stride;
-    return true;
-  }
-  return false;
-}
+using Operand = MatmulOperand;
 
 // The operand of t, copied contiguous first when cuBLAS cannot read its matrices in place. `t`
 // keeps the copy alive until the product is queued (the allocator orders its reuse on the stream).
 Operand prepared(Tensor& t, bool left, const Shape& batch) {
-  Operand o = operand(t, left, batch);
-  if (readable_in_place(o)) return o;
+  Operand o = matmul_operand(t, left, batch);
+  if (read_in_place(o)) return o;
   t = t.contiguous();
-  o = operand(t, left, batch);
-  KILN_CHECK(readable_in_place(o), "internal: matmul: a contiguous operand cuBLAS cannot read");
+  o = matmul_operand(t, left, batch);
+  KILN_CHECK(read_in_place(o), "matmul: a matrix too large for cuBLAS (", o.rows, " x ", o.cols, ")");
   return o;
 }
 
